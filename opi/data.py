@@ -1,0 +1,309 @@
+"""Datasets: one ``Example`` schema, loaders for the bundled set, RAG-Dataset-12000, generic tables and SQuAD JSON,
+validation before any work, and the paper's balanced RAG-QA-1300 split.
+
+Every loader ends in ``validate``: a bad row raises one ``DataError`` naming the file, row and field (or, with
+``on_invalid="skip"``, is dropped and counted in a ``LoadReport``). Nothing downstream sees an empty field.
+"""
+from __future__ import annotations
+
+import json
+import random
+import warnings
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+REQUIRED = ("context", "question", "answer")
+BUNDLED = "deeplogic-130"
+
+
+class DataError(ValueError):
+    """A dataset problem a user can fix: the message names the file, row and field."""
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    context: str
+    question: str
+    answer: str
+    relation: str | None = None
+    evidence: tuple[str, ...] = ()  # gold supporting text (sentences or answer spans) where the source has it
+    article_id: str | None = None
+
+
+@dataclass
+class LoadReport:
+    source: str
+    rows_read: int = 0
+    dropped: Counter = field(default_factory=Counter)  # reason -> count
+
+    @property
+    def rows_kept(self) -> int:
+        return self.rows_read - sum(self.dropped.values())
+
+    def describe(self) -> str:
+        reasons = ", ".join(f"{n} {why}" for why, n in self.dropped.most_common()) or "none"
+        return f"{self.source}: {self.rows_read} rows read, {self.rows_kept} kept, dropped: {reasons}"
+
+
+def _fail_or_skip(message: str, reason: str, on_invalid: str, report: LoadReport) -> None:
+    if on_invalid == "error":
+        raise DataError(message + " (or set dataset.on_invalid=skip to drop such rows and report them)")
+    report.dropped[reason] += 1
+
+
+def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence[str] | None = None,
+             on_invalid: str = "error", require_relation: bool = False) -> tuple[list[Example], LoadReport]:
+    """Turn raw records into Examples, checking fields, labels and ids. Row numbers count from 1."""
+    if on_invalid not in ("error", "skip"):
+        raise ValueError(f"on_invalid must be 'error' or 'skip', got {on_invalid!r}")
+    report = LoadReport(source)
+    examples: list[Example] = []
+    seen: dict[str, int] = {}
+    for row_number, record in enumerate(records, start=1):
+        report.rows_read += 1
+        where = f"{source}, row {row_number}"
+        missing = [f for f in REQUIRED if f not in record]
+        if missing:
+            raise DataError(f"{where}: missing field(s) {missing}; the loader expects {list(REQUIRED)} "
+                            f"(map other column names with dataset.columns)")
+        problem = None
+        for name in REQUIRED:
+            value = record[name]
+            if not isinstance(value, str) or not value.strip():
+                problem = (f"{where}, field {name!r}: empty or not text ({value!r:.40})", f"empty {name}")
+                break
+        relation = record.get("relation")
+        if problem is None and relation is None and require_relation:
+            problem = (f"{where}, field 'relation': no relation label; give a label file (dataset.labels_path)",
+                       "missing relation")
+        if problem is None and relation is not None and relations is not None and relation not in relations:
+            problem = (f"{where}, field 'relation': unknown label {relation!r}; known: {list(relations)}",
+                       "unknown relation")
+        example_id = str(record.get("id") if record.get("id") not in (None, "") else row_number)
+        if problem is None and example_id in seen:
+            problem = (f"{where}, field 'id': duplicate id {example_id!r} (first at row {seen[example_id]})",
+                       "duplicate id")
+        if problem is not None:
+            _fail_or_skip(*problem, on_invalid, report)
+            continue
+        seen[example_id] = row_number
+        evidence = record.get("evidence") or ()
+        examples.append(Example(example_id, record["context"], record["question"], record["answer"],
+                                relation, tuple(evidence), record.get("article_id")))
+    if not examples:
+        raise DataError(f"{source}: no usable rows ({report.describe()})")
+    return examples, report
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = path.read_bytes()[: err.start].count(b"\n") + 1
+        raise DataError(f"{path}: not valid UTF-8 at byte {err.start} (line {line}); re-save the file as UTF-8") \
+            from None
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+
+
+def read_table(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a .jsonl, .json (list of objects), .csv or .parquet file as dicts."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        rows = []
+        for number, line in enumerate(_read_text(path).splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise DataError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
+        return rows
+    if suffix == ".json":
+        try:
+            data = json.loads(_read_text(path))
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+        if not isinstance(data, list):
+            raise DataError(f"{path}: expected a JSON list of objects (for SQuAD files use dataset=squad)")
+        return data
+    import pandas as pd
+
+    if suffix == ".csv":
+        import io
+
+        frame = pd.read_csv(io.StringIO(_read_text(path)), dtype=str, keep_default_na=False)
+    elif suffix == ".parquet":
+        if not path.exists():
+            raise DataError(f"{path}: file not found")
+        frame = pd.read_parquet(path)
+    else:
+        raise DataError(f"{path}: unsupported file type {suffix!r}; use .jsonl, .json, .csv or .parquet")
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+
+
+def rename_columns(rows: list[dict[str, Any]], columns: dict[str, str] | None, source: str) -> list[dict[str, Any]]:
+    """Apply ``{our_field: their_column}``; a mapped column absent from the file is an error naming it."""
+    if not columns:
+        return rows
+    if rows:
+        absent = [theirs for theirs in columns.values() if theirs not in rows[0]]
+        if absent:
+            raise DataError(f"{source}: column(s) {absent} named in dataset.columns are not in the file; "
+                            f"it has {sorted(rows[0])}")
+    return [{**row, **{ours: row.get(theirs) for ours, theirs in columns.items()}} for row in rows]
+
+
+def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: str = "id") -> list[dict[str, Any]]:
+    """Add ``relation`` from a label file (columns ``id`` or ``row``, and ``relation``)."""
+    labels = read_table(labels_path)
+    if not labels or "relation" not in labels[0] or join_on not in labels[0]:
+        raise DataError(f"{labels_path}: a label file needs columns {join_on!r} and 'relation'")
+    by_key = {str(label[join_on]): label["relation"] for label in labels}
+    keys = [str(row.get("id")) if join_on == "id" else str(number) for number, row in enumerate(rows, start=1)]
+    unmatched = [key for key in keys if key not in by_key]
+    if len(unmatched) == len(keys):
+        raise DataError(f"{labels_path}: no label matches any example by {join_on!r} (e.g. {keys[:3]}); "
+                        f"check dataset.label_join")
+    extra = set(by_key) - set(keys)
+    if extra:
+        raise DataError(f"{labels_path}: {len(extra)} label(s) name no example by {join_on!r}, "
+                        f"e.g. {sorted(extra)[:3]}; the label file does not match this dataset")
+    return [{**row, "relation": by_key.get(key)} for row, key in zip(rows, keys)]
+
+
+def bundled_path(name: str = BUNDLED) -> Path:
+    return Path(str(resources.files("opi") / "datasets" / name))
+
+
+def load_bundled(name: str = BUNDLED) -> list[dict[str, Any]]:
+    folder = bundled_path(name)
+    articles = {a["article_id"]: a for a in read_table(folder / "articles.jsonl")}
+    return [{**q, "context": articles[q["article_id"]]["context"]} for q in read_table(folder / "examples.jsonl")]
+
+
+def load_squad(path: str | Path) -> list[dict[str, Any]]:
+    """SQuAD-format JSON: each article's paragraphs joined into one context; answer = first gold answer."""
+    data = json.loads(_read_text(Path(path)))
+    if "data" not in data:
+        raise DataError(f"{path}: not SQuAD format (no top-level 'data' list)")
+    rows = []
+    for a_number, article in enumerate(data["data"]):
+        paragraphs = article.get("paragraphs", [])
+        context = "\n\n".join(p["context"] for p in paragraphs)
+        for paragraph in paragraphs:
+            for qa in paragraph.get("qas", []):
+                answers = qa.get("answers") or []
+                if qa.get("is_impossible") or not answers:
+                    continue
+                rows.append({"id": qa.get("id"), "context": context, "question": qa.get("question"),
+                             "answer": answers[0]["text"], "relation": qa.get("relation"),
+                             "evidence": [paragraph["context"]], "article_id": article.get("title", str(a_number))})
+    return rows
+
+
+def load_hub(repo: str, split: str) -> list[dict[str, Any]]:
+    try:
+        import datasets
+    except ImportError as err:
+        raise DataError("loading from the Hugging Face hub needs `pip install opi[hub]`; or give dataset.path "
+                        "to a local parquet/jsonl/csv copy") from err
+    try:
+        return list(datasets.load_dataset(repo, split=split))
+    except Exception as err:  # network or hub errors: say what to do instead
+        raise DataError(f"could not load {repo!r} split {split!r} from the hub ({type(err).__name__}); offline, "
+                        f"download it once and set dataset.path to the local parquet/jsonl/csv file") from err
+
+
+def select(examples: list[Example], relations: Sequence[str] | None = None, sample: int | None = None,
+           limit: int | None = None, seed: int = 0) -> list[Example]:
+    """Filter by relation, take a seeded random sample, then cut to ``limit`` (in that order)."""
+    if relations:
+        examples = [e for e in examples if e.relation in set(relations)]
+    if sample is not None and sample < len(examples):
+        examples = random.Random(seed).sample(examples, sample)
+    if limit is not None:
+        examples = examples[:limit]
+    if not examples:
+        raise DataError("no examples left after the relations/sample/limit filters")
+    return examples
+
+
+def balanced_split(examples: Sequence[Example], per_relation: int = 100, test_fraction: float = 0.2,
+                   seed: int = 0) -> tuple[list[Example], list[Example]]:
+    """The paper's RAG-QA-1300 recipe: ``per_relation`` random examples of each relation, split train/test.
+
+    A relation with fewer examples contributes all it has (with a warning). Deterministic for a seed.
+    """
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    by_relation: dict[str, list[Example]] = defaultdict(list)
+    for example in examples:
+        if example.relation is None:
+            raise DataError(f"balanced_split needs relation labels; example {example.id!r} has none")
+        by_relation[example.relation].append(example)
+    rng = random.Random(seed)
+    train, test = [], []
+    for relation in sorted(by_relation):
+        group = sorted(by_relation[relation], key=lambda e: e.id)
+        if len(group) < per_relation:
+            warnings.warn(f"relation {relation!r} has {len(group)} examples, fewer than per_relation={per_relation}")
+        chosen = rng.sample(group, min(per_relation, len(group)))
+        n_test = round(len(chosen) * test_fraction)
+        test.extend(chosen[:n_test])
+        train.extend(chosen[n_test:])
+    return train, test
+
+
+def load_examples(kind: str = "bundled", name: str = BUNDLED, path: str | None = None,
+                  columns: dict[str, str] | None = None, labels_path: str | None = None, label_join: str = "id",
+                  hub_repo: str = "neural-bridge/rag-dataset-12000", split: str = "all",
+                  relations: Sequence[str] | None = None, label_set: Sequence[str] | None = None,
+                  sample: int | None = None, limit: int | None = None, seed: int = 0, on_invalid: str = "error",
+                  require_relation: bool = True, split_per_relation: int = 10, test_fraction: float = 0.2,
+                  ) -> tuple[list[Example], LoadReport]:
+    """Load, validate and filter one dataset as ``conf/dataset/*.yaml`` describes it.
+
+    ``kind``: ``bundled`` (package data ``name``; ``split`` all/train/test through ``balanced_split``),
+    ``rag12000`` (``path`` to a local copy, else the hub's ``split``), ``table`` (jsonl/csv/parquet + ``columns``),
+    ``squad`` (SQuAD JSON). ``label_set`` is the allowed labels; ``relations`` filters to some of them.
+    """
+    if kind == "bundled":
+        source, rows = f"bundled dataset {name}", load_bundled(name)
+    elif kind == "rag12000":
+        source = str(path) if path else f"{hub_repo} ({split})"
+        rows = read_table(path) if path else load_hub(hub_repo, split)
+    elif kind == "table":
+        if not path:
+            raise DataError("dataset kind 'table' needs dataset.path")
+        source, rows = str(path), read_table(path)
+    elif kind == "squad":
+        if not path:
+            raise DataError("dataset kind 'squad' needs dataset.path")
+        source, rows = str(path), load_squad(path)
+    else:
+        raise DataError(f"unknown dataset kind {kind!r}; use bundled, rag12000, table or squad")
+    if not rows:
+        raise DataError(f"{source}: the dataset has zero rows")
+    rows = rename_columns(rows, columns, source)
+    if labels_path:
+        rows = join_labels(rows, labels_path, label_join)
+    examples, report = validate(rows, source, label_set, on_invalid, require_relation)
+    if kind == "bundled" and split != "all":
+        train, test = balanced_split(examples, split_per_relation, test_fraction, seed)
+        examples = {"train": train, "test": test}.get(split)
+        if examples is None:
+            raise DataError(f"bundled dataset split must be all, train or test, got {split!r}")
+    return select(examples, relations, sample, limit, seed), report
+
+
+def evidence_spread(example: Example, chunks) -> bool | None:
+    """True when no single chunk holds all of the example's evidence (so one chunk cannot answer it);
+    None when the example has no evidence to check."""
+    if not example.evidence:
+        return None
+    return not any(all(e in chunk.text for e in example.evidence) for chunk in chunks)

@@ -1,0 +1,1 @@
+"""Answer generation: the offline extractive reader; OpenAI-compatible LLMs plug in behind the same call."""

@@ -1,0 +1,117 @@
+"""The evaluation stages as plain functions over plain data; ``flows/`` wraps them in cached Prefect tasks.
+
+    examples -> articles (sentences + chunks) -> member rankings -> combination -> retrieved sentences
+             -> answers -> predicted relations -> per-example rows -> metrics
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pandas as pd
+
+from opi.chunking import Chunk, chunk_article, document_id
+from opi.combine import reciprocal_rank_fusion, sentence_union
+from opi.data import Example
+from opi.retrievers import RETRIEVERS, Ranking, Retriever
+from opi.sentences import Sentence, expand, split_sentences
+
+MODES = ("single", "algorithmic", "sentence")
+
+
+@dataclass(frozen=True)
+class Article:
+    doc_id: str
+    sentences: tuple[Sentence, ...]
+    chunks: tuple[Chunk, ...]
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What one configuration retrieved for one example."""
+    chunk_ids: tuple[int, ...]
+    sentence_ids: tuple[int, ...]
+
+
+def prepare_articles(contexts: Sequence[str], size: int = 100, overlap: int = 20) -> dict[str, Article]:
+    """Segment and chunk each distinct article once."""
+    articles = {}
+    for context in dict.fromkeys(contexts):
+        sentences = split_sentences(context)
+        articles[document_id(context)] = Article(document_id(context), tuple(sentences),
+                                                 tuple(chunk_article(context, sentences, size, overlap)))
+    return articles
+
+
+def build_retriever(spec: dict[str, Any], embedder=None) -> Retriever:
+    """``spec`` = ``{"name": "bm25", "k": 4, ...parameters}`` as in ``conf/retriever/*.yaml``."""
+    params = dict(spec)
+    name = params.pop("name")
+    if name not in RETRIEVERS:
+        raise ValueError(f"unknown retriever {name!r}; known: {sorted(RETRIEVERS)}")
+    return RETRIEVERS[name](embedder=embedder, **params)
+
+
+def rank_examples(retriever: Retriever, examples: Sequence[Example], articles: dict[str, Article]
+                  ) -> dict[str, Ranking]:
+    """One ranking per example, batching the questions of each article into one call."""
+    by_doc: dict[str, list[Example]] = defaultdict(list)
+    for example in examples:
+        by_doc[document_id(example.context)].append(example)
+    rankings = {}
+    for doc_id, group in by_doc.items():
+        for example, ranking in zip(group, retriever.rank([e.question for e in group],
+                                                          list(articles[doc_id].chunks))):
+            rankings[example.id] = ranking
+    return rankings
+
+
+def _sentences_of(article: Article, chunk_ids: Sequence[int]) -> list[int]:
+    return expand(article.chunks[i].sentence_ids for i in chunk_ids)
+
+
+def combine(mode: str, member_rankings: Sequence[dict[str, Ranking]], examples: Sequence[Example],
+            articles: dict[str, Article], k: int | None = 4, c: float = 60,
+            weights: Sequence[float] | None = None) -> dict[str, Retrieved]:
+    """single: the one member; algorithmic (A-): RRF cut to k; sentence (S-): union of members' sentences."""
+    if mode not in MODES:
+        raise ValueError(f"combination mode must be one of {MODES}, got {mode!r}")
+    if mode == "single" and len(member_rankings) != 1:
+        raise ValueError(f"mode 'single' takes one retriever, got {len(member_rankings)}")
+    retrieved = {}
+    for example in examples:
+        article = articles[document_id(example.context)]
+        rankings = [member[example.id] for member in member_rankings]
+        if mode == "sentence":
+            chunk_ids = tuple(dict.fromkeys(i for r in rankings for i in r.chunk_ids))
+            sentence_ids = sentence_union(_sentences_of(article, r.chunk_ids) for r in rankings)
+        else:
+            ranking = rankings[0] if mode == "single" else reciprocal_rank_fusion(rankings, weights, c, k)
+            chunk_ids = ranking.chunk_ids
+            sentence_ids = _sentences_of(article, chunk_ids)
+        retrieved[example.id] = Retrieved(tuple(chunk_ids), tuple(sentence_ids))
+    return retrieved
+
+
+def sentence_texts(example: Example, articles: dict[str, Article], retrieved: Retrieved) -> list[str]:
+    article = articles[document_id(example.context)]
+    return [article.sentences[i].text for i in retrieved.sentence_ids]
+
+
+def prediction_rows(examples: Sequence[Example], retrieved: dict[str, Retrieved], texts: Sequence[list[str]],
+                    answers: Sequence[str], predicted: Sequence[str], similarities: Sequence[float]) -> pd.DataFrame:
+    """One row per example: what was retrieved, answered and classified, and the answer similarity."""
+    return pd.DataFrame({
+        "id": [e.id for e in examples],
+        "question": [e.question for e in examples],
+        "answer": [e.answer for e in examples],
+        "relation": [e.relation for e in examples],
+        "chunk_ids": [list(retrieved[e.id].chunk_ids) for e in examples],
+        "sentence_ids": [list(retrieved[e.id].sentence_ids) for e in examples],
+        "retrieved_sentences": [len(t) for t in texts],
+        "retrieved_words": [sum(len(s.split()) for s in t) for t in texts],
+        "generated_answer": list(answers),
+        "predicted_relation": list(predicted),
+        "similarity": [float(s) for s in similarities],
+    })
