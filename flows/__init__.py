@@ -1,0 +1,15 @@
+"""Orchestration: Hydra entry points, Prefect flows and MLflow tracking around the plain ``opi`` library."""
+import os
+
+# Quiet, offline-friendly defaults; a user's own environment wins.
+for _key, _value in {
+    "DO_NOT_TRACK": "true",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}.items():
+    os.environ.setdefault(_key, _value)

@@ -1,0 +1,209 @@
+"""``opi-eval``: the Hydra entry point. Each job (one configuration) is one Prefect flow run and one MLflow run.
+
+    opi-eval                                   # kNN, extractive reader, local classifier, bundled data
+    opi-eval experiment=paper_grid             # the paper's 13 configurations under one parent run
+    opi-eval -m retriever=glob(*) chunking=paper,small
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import flows  # noqa: F401  (environment defaults before prefect/mlflow import)
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from opi.schemas import check_config, register_configs
+
+log = logging.getLogger("opi")
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+DISPLAY = {"dps": "DPS", "knn": "kNN", "bm25": "BM25", "svm": "SVM", "tfidf": "TF-IDF", "mmr": "MMR", "edi": "EDI"}
+
+register_configs()
+
+
+def run_name(cfg: dict[str, Any]) -> str:
+    combination = cfg["combination"]
+    setup = DISPLAY[cfg["retriever"]["name"]] if combination["mode"] == "single" else combination["name"]
+    return f"{setup} | {cfg['llm']['name']} | {cfg['classifier']['name']}"
+
+
+def member_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    if cfg["combination"]["mode"] == "single":
+        return [cfg["retriever"]]
+    return [cfg["retrievers"][name] for name in cfg["combination"]["members"]]
+
+
+def load_data(cfg: dict[str, Any]):
+    """Evaluation examples and the classifier's training pool (the same source, unfiltered), validated."""
+    import json
+
+    return _load_data(json.dumps({"dataset": cfg["dataset"], "relations": cfg["relations"], "seed": cfg["seed"]}))
+
+
+@lru_cache(maxsize=4)  # jobs of one multirun share the dataset: read and validate it once
+def _load_data(key: str):
+    import json
+
+    from opi.data import load_examples
+    from opi.relations import load_relation_set
+
+    cfg = json.loads(key)
+    relation_set = load_relation_set(cfg["relations"]["set"])
+    d = cfg["dataset"]
+    common = dict(kind=d["kind"], name=d["name"], path=d["path"], columns=d["columns"], labels_path=d["labels_path"],
+                  label_join=d["label_join"], hub_repo=d["hub_repo"], split=d["split"], label_set=relation_set.labels,
+                  seed=cfg["seed"], on_invalid=d["on_invalid"])
+    examples, report = load_examples(**common, relations=d["relations"], sample=d["sample"], limit=d["limit"])
+    pool, _ = load_examples(**common)
+    log.info("%s; evaluating %d examples", report.describe(), len(examples))
+    return relation_set, examples, pool, report
+
+
+def evaluate_flow(cfg: dict[str, Any]) -> dict[str, Any]:
+    from prefect import flow
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    @flow(name="opi-evaluate", flow_run_name=run_name(cfg), validate_parameters=False)
+    def evaluate(cfg: dict[str, Any]) -> dict[str, Any]:
+        return run_configuration(cfg)
+
+    for boot in _BOOT:  # a flow must not race the server that is still starting
+        boot.join()
+    if os.environ.get("PREFECT_API_URL"):
+        return evaluate(cfg)
+    # Heartbeats let a real server spot crashed runs of workers; the temporary server has none, and the
+    # heartbeat thread's 1 s sleep makes each flow run wait up to a second at exit.
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        return evaluate(cfg)
+
+
+def start_prefect_server_early() -> None:
+    """Boot Prefect's temporary server in the background while Hydra composes and MLflow imports (~5 s saved)."""
+    if os.environ.get("PREFECT_API_URL"):
+        return
+
+    def boot():
+        try:
+            from prefect.client.orchestration import get_client
+
+            with get_client(sync_client=True) as client:
+                client.api_healthcheck()
+        except Exception:  # the flow itself will report a server that cannot start
+            pass
+
+    _BOOT.append(threading.Thread(target=boot, name="prefect-server-boot", daemon=True))
+    _BOOT[0].start()
+
+
+_BOOT: list[threading.Thread] = []
+
+
+def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
+    """All stages of one configuration; returns metrics, tables and counts for tracking."""
+    from prefect.states import State
+
+    from flows import tasks
+    from opi import pipeline
+    from opi.classify import Triple
+    from opi.metrics.opi import beta_key, summary
+
+    relation_set, examples, pool, report = load_data(cfg)
+    cache_dir, code, emb = cfg["paths"]["cache_dir"], tasks.code_version(), cfg["embedding"]
+    hits = misses = 0
+    seconds: dict[str, float] = {}
+
+    def call(stage: str, task_fn, *args):
+        nonlocal hits, misses
+        started = time.perf_counter()
+        state: State = tasks.cached(task_fn, cache_dir)(*args, return_state=True)
+        seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - started
+        if state.name == "Cached":
+            hits += 1
+        else:
+            misses += 1
+        return state.result()
+
+    articles = call("chunking", tasks.chunk_articles, sorted({e.context for e in pool}),
+                    cfg["chunking"]["size"], cfg["chunking"]["overlap"], code)
+    member_rankings = [call("retrieval", tasks.rank, spec, examples, articles, emb, code)
+                       for spec in member_specs(cfg)]
+    combination = cfg["combination"]
+    retrieved = pipeline.combine(combination["mode"], member_rankings, examples, articles, combination["k"],
+                                 combination["c"], combination["weights"])
+    texts = [pipeline.sentence_texts(e, articles, retrieved[e.id]) for e in examples]
+    answers = call("generation", tasks.answer, cfg["llm"], [e.question for e in examples], texts, emb, code)
+    pool_triples = [Triple(e.context, e.question, e.answer) for e in pool]
+    apply_triples = [Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)]
+    pool_ids, pool_labels = [e.id for e in pool], [e.relation for e in pool]
+    predicted = call("classification", tasks.classify, cfg["classifier"], pool_ids, pool_triples, pool_labels,
+                     [e.id for e in examples], apply_triples, emb, cfg["seed"], code)
+    accuracy = call("classification", tasks.classifier_accuracy, cfg["classifier"], pool_ids, pool_triples,
+                    pool_labels, emb, cfg["seed"], code)
+    similarities = call("scoring", tasks.answer_similarity, [e.answer for e in examples], answers, emb, code)
+
+    rows = pipeline.prediction_rows(examples, retrieved, texts, answers, predicted, similarities)
+    metrics, table = summary(rows, relation_set.labels, cfg["metrics"]["betas"])
+    metrics["opi"] = summary(rows, relation_set.labels, [cfg["metrics"]["beta"]])[0][beta_key(cfg["metrics"]["beta"])]
+    for record in table.to_dict("records"):
+        for key, value in record.items():
+            if key != "relation":
+                metrics[f"{key}.{record['relation']}"] = float(value)
+    metrics.update({
+        "classifier_cv_accuracy": accuracy, "cache_hits": hits, "cache_misses": misses,
+        "rows_dropped": float(sum(report.dropped.values())),
+        "retrieved_sentences_mean": float(rows["retrieved_sentences"].mean()),
+        "retrieved_words_mean": float(rows["retrieved_words"].mean()),
+        **{f"seconds_{stage}": s for stage, s in seconds.items()},
+    })
+    log.info("%s: %d of %d stage results reused from the cache", run_name(cfg), hits, hits + misses)
+    return {"metrics": metrics, "predictions": rows, "per_relation": table}
+
+
+def main() -> None:
+    """Console entry point."""
+    start_prefect_server_early()
+    evaluate_job()
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def evaluate_job(cfg: DictConfig) -> float:
+    started = time.perf_counter()
+    try:
+        check_config(cfg)
+    except ValueError as err:
+        log.error("invalid configuration: %s", err)
+        sys.exit(2)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    from opi.data import DataError
+
+    try:
+        result = evaluate_flow(config)
+    except DataError as err:
+        log.error("dataset problem: %s", err)
+        sys.exit(2)
+    metrics = result["metrics"]
+    metrics["seconds_total"] = time.perf_counter() - started
+    output = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
+    result["predictions"].to_parquet(output / "predictions.parquet", index=False)
+    result["per_relation"].to_csv(output / "per_relation.csv", index=False)
+    if config["tracking"]["enabled"]:
+        from flows.tracking import log_run
+
+        run_id = log_run(config["tracking"], run_name(config), config, metrics,
+                         {"predictions.parquet": result["predictions"], "per_relation.csv": result["per_relation"]},
+                         {"opi.role": "configuration", "opi.setup": run_name(config).split(" | ")[0]})
+        log.info("MLflow run %s", run_id)
+    log.info("%s: BERTSim %.4f  LRCR %.4f  OPI-1 %.4f  (%.1f s)", run_name(config), metrics["bertsim"],
+             metrics["lrcr"], metrics["opi_1"], metrics["seconds_total"])
+    return metrics["opi"]
+
+
+if __name__ == "__main__":
+    main()

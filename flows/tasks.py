@@ -1,0 +1,84 @@
+"""Prefect tasks: the ``opi.pipeline`` stages at batch granularity, cached on their inputs + source.
+
+Every task takes ``code`` (a hash of the ``opi`` sources) so that a library change invalidates results that
+TASK_SOURCE alone would not notice. Results persist under ``paths.cache_dir``; re-runs and overlapping sweeps
+(kNN alone and kNN inside A-Four) reuse them.
+"""
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import INPUTS, TASK_SOURCE
+
+from opi import pipeline
+from opi.classify import LocalRelationClassifier, Triple, cross_fit_predict, cross_validated_accuracy
+from opi.embeddings import shared_embedder
+from opi.llm.reader import ExtractiveReader
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(Path(pipeline.__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cached(task_fn, cache_dir: str):
+    """The task with its cache and result storage under ``cache_dir``."""
+    root = Path(cache_dir).resolve()
+    return task_fn.with_options(
+        cache_policy=(INPUTS + TASK_SOURCE).configure(key_storage=root / "keys"),
+        persist_result=True, result_storage=root / "results")
+
+
+def embedder_for(embedding: dict[str, Any]):
+    return shared_embedder(embedding["model"], embedding["device"], embedding["batch_size"], embedding["backend"])
+
+
+@task(name="chunk-articles")
+def chunk_articles(contexts: list[str], size: int, overlap: int, code: str):
+    return pipeline.prepare_articles(contexts, size, overlap)
+
+
+@task(name="rank")
+def rank(spec: dict[str, Any], examples: list, articles: dict, embedding: dict[str, Any], code: str):
+    retriever = pipeline.build_retriever(spec, embedder_for(embedding))
+    return pipeline.rank_examples(retriever, examples, articles)
+
+
+@task(name="answer")
+def answer(llm: dict[str, Any], questions: list[str], sentence_lists: list[list[str]], embedding: dict[str, Any],
+           code: str) -> list[str]:
+    reader = ExtractiveReader(embedder_for(embedding), n_sentences=llm["n_sentences"])
+    return reader.answer(questions, sentence_lists)
+
+
+def _make_classifier(classifier: dict[str, Any], embedding: dict[str, Any], seed: int):
+    return lambda: LocalRelationClassifier(embedder_for(embedding), C=classifier["C"], seed=seed)
+
+
+@task(name="classify")
+def classify(classifier: dict[str, Any], pool_ids: list[str], pool: list[Triple], labels: list[str],
+             apply_ids: list[str], apply: list[Triple], embedding: dict[str, Any], seed: int, code: str) -> list[str]:
+    return cross_fit_predict(_make_classifier(classifier, embedding, seed), pool_ids, pool, labels, apply_ids, apply,
+                             classifier["folds"])
+
+
+@task(name="classifier-accuracy")
+def classifier_accuracy(classifier: dict[str, Any], pool_ids: list[str], pool: list[Triple], labels: list[str],
+                        embedding: dict[str, Any], seed: int, code: str) -> float:
+    return cross_validated_accuracy(_make_classifier(classifier, embedding, seed), pool_ids, pool, labels,
+                                    classifier["folds"])
+
+
+@task(name="answer-similarity")
+def answer_similarity(gold: list[str], generated: list[str], embedding: dict[str, Any], code: str) -> list[float]:
+    from opi.metrics.opi import cosine_rows
+
+    embedder = embedder_for(embedding)
+    return cosine_rows(embedder.encode(gold, normalize=False), embedder.encode(generated, normalize=False)).tolist()

@@ -1,0 +1,111 @@
+"""MLflow tracking: one run per configuration, a parent run per multirun (a Hydra callback), no secrets."""
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger("opi")
+PARENT_ENV = "OPI_PARENT_RUN_ID"
+SECRET_WORDS = ("api_key", "apikey", "secret", "token", "password")
+
+
+def is_secret(key: str) -> bool:
+    return any(word in key.lower() for word in SECRET_WORDS)
+
+
+def redact(config: dict[str, Any]) -> dict[str, Any]:
+    """The config without secret-looking keys (an api_key never reaches MLflow, even by mistake)."""
+    return {k: redact(v) if isinstance(v, dict) else v for k, v in config.items() if not is_secret(k)}
+
+
+def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, name + "."))
+        elif not is_secret(name):
+            flat[name] = value
+    return flat
+
+
+def _mlflow(tracking: dict[str, Any]):
+    import mlflow
+
+    uri = tracking["tracking_uri"]
+    if uri.startswith("sqlite:///"):
+        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    mlflow.set_tracking_uri(uri)
+    if mlflow.get_experiment_by_name(tracking["experiment"]) is None:
+        location = Path(tracking["artifact_location"]).resolve()
+        location.mkdir(parents=True, exist_ok=True)
+        mlflow.create_experiment(tracking["experiment"], artifact_location=location.as_uri())
+    mlflow.set_experiment(tracking["experiment"])
+    return mlflow
+
+
+def log_run(tracking: dict[str, Any], run_name: str, config: dict[str, Any], metrics: dict[str, float],
+            tables: dict[str, Any], tags: dict[str, str]) -> str:
+    """Log one configuration's run (nested under the multirun parent when there is one); returns its id."""
+    from mlflow.entities import Metric, Param
+
+    mlflow = _mlflow(tracking)
+    client = mlflow.MlflowClient()
+    experiment_id = mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id
+    parent = os.environ.get(PARENT_ENV)
+    all_tags = {**tags, **({"mlflow.parentRunId": parent} if parent else {})}
+    run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
+    try:
+        now = int(time.time() * 1000)
+        client.log_batch(run.info.run_id,
+                         metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+                         params=[Param(k, str(v)[:6000]) for k, v in flatten(config).items()])
+        with tempfile.TemporaryDirectory() as folder:
+            for name, frame in tables.items():
+                path = Path(folder) / name
+                if name.endswith(".parquet"):
+                    frame.to_parquet(path, index=False)
+                else:
+                    frame.to_csv(path, index=False)
+            (Path(folder) / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact(config))))
+            client.log_artifacts(run.info.run_id, folder)
+    except BaseException:
+        client.set_terminated(run.info.run_id, status="FAILED")
+        raise
+    client.set_terminated(run.info.run_id, status="FINISHED")
+    return run.info.run_id
+
+
+class MultirunParentRun(Callback):
+    """Opens a parent MLflow run when a multirun starts; every job becomes its child; closes it at the end."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        tracking = OmegaConf.to_container(config.tracking, resolve=True)
+        if not tracking.get("enabled", True):
+            return
+        mlflow = _mlflow(tracking)
+        overrides = " ".join(config.hydra.overrides.task) or "defaults"
+        experiment = config.hydra.runtime.choices.get("experiment") or "sweep"
+        experiment_id = mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id
+        run = mlflow.MlflowClient().create_run(experiment_id, run_name=f"{experiment} | {overrides}"[:200],
+                                               tags={"opi.role": "sweep"})
+        os.environ[PARENT_ENV] = run.info.run_id
+        log.info("MLflow parent run %s (experiment %s)", run.info.run_id, tracking["experiment"])
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        parent = os.environ.pop(PARENT_ENV, None)
+        if parent is None:
+            return
+        tracking = OmegaConf.to_container(config.tracking, resolve=True)
+        mlflow = _mlflow(tracking)
+        from flows.report import log_sweep_summary
+
+        log_sweep_summary(mlflow, parent)
+        mlflow.MlflowClient().set_terminated(parent, status="FINISHED")

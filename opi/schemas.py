@@ -1,0 +1,253 @@
+"""Structured-config schemas for Hydra: one dataclass per config group, registered in Hydra's ConfigStore.
+
+Hydra rejects unknown keys and wrong types while composing; value ranges (k >= 1, overlap < size, beta > 0 ...)
+are checked by ``__post_init__`` when ``check_config`` turns the composed config into these objects, still
+before any data or model is loaded.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from omegaconf import MISSING
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+@dataclass
+class DatasetConfig:
+    kind: str = "bundled"  # bundled | rag12000 | table | squad
+    name: str = "deeplogic-130"
+    path: Optional[str] = None
+    columns: dict[str, str] = field(default_factory=dict)
+    labels_path: Optional[str] = None
+    label_join: str = "id"
+    hub_repo: str = "neural-bridge/rag-dataset-12000"
+    split: str = "all"
+    relations: Optional[list[str]] = None
+    sample: Optional[int] = None
+    limit: Optional[int] = None
+    on_invalid: str = "error"
+
+    def __post_init__(self):
+        _require(self.kind in ("bundled", "rag12000", "table", "squad"),
+                 f"dataset.kind must be bundled, rag12000, table or squad, got {self.kind!r}")
+        _require(self.on_invalid in ("error", "skip"), f"dataset.on_invalid must be error or skip, got {self.on_invalid!r}")
+        _require(self.label_join in ("id", "row"), f"dataset.label_join must be id or row, got {self.label_join!r}")
+        _require(self.limit is None or self.limit > 0, f"dataset.limit must be > 0, got {self.limit}")
+        _require(self.sample is None or self.sample > 0, f"dataset.sample must be > 0, got {self.sample}")
+
+
+@dataclass
+class RelationsConfig:
+    set: str = "paper13"  # a packaged set name or a path to a YAML label file
+
+
+@dataclass
+class ChunkingConfig:
+    size: int = 100
+    overlap: int = 20
+
+    def __post_init__(self):
+        _require(self.size > 0, f"chunking.size must be > 0 words, got {self.size}")
+        _require(0 <= self.overlap < self.size,
+                 f"chunking.overlap must be >= 0 and smaller than chunking.size ({self.size}), got {self.overlap}")
+
+
+@dataclass
+class EmbeddingConfig:
+    model: str = "packaged:all-MiniLM-L6-v2"
+    device: str = "cpu"
+    batch_size: int = 64
+    backend: str = "torch"
+
+    def __post_init__(self):
+        _require(self.batch_size > 0, f"embedding.batch_size must be > 0, got {self.batch_size}")
+        _require(self.backend in ("torch", "onnx", "openvino"), f"embedding.backend: torch, onnx or openvino")
+
+
+@dataclass
+class RetrieverConfig:
+    name: str = MISSING
+    k: int = 4
+
+    def __post_init__(self):
+        _require(self.k >= 1, f"retriever {self.name}: k must be >= 1, got {self.k}")
+
+
+@dataclass
+class DPSConfig(RetrieverConfig):
+    name: str = "dps"
+
+
+@dataclass
+class KNNConfig(RetrieverConfig):
+    name: str = "knn"
+
+
+@dataclass
+class TFIDFConfig(RetrieverConfig):
+    name: str = "tfidf"
+
+
+@dataclass
+class EDIConfig(RetrieverConfig):
+    name: str = "edi"
+
+
+@dataclass
+class BM25Config(RetrieverConfig):
+    name: str = "bm25"
+    k1: float = 1.5
+    b: float = 0.75
+    epsilon: float = 0.25
+
+    def __post_init__(self):
+        super().__post_init__()
+        _require(self.k1 >= 0 and 0 <= self.b <= 1, f"retriever bm25: need k1 >= 0 and 0 <= b <= 1")
+
+
+@dataclass
+class SVMConfig(RetrieverConfig):
+    name: str = "svm"
+    C: float = 0.1
+    max_iter: int = 10000
+    tol: float = 1e-6
+
+    def __post_init__(self):
+        super().__post_init__()
+        _require(self.C > 0, f"retriever svm: C must be > 0, got {self.C}")
+
+
+@dataclass
+class MMRConfig(RetrieverConfig):
+    name: str = "mmr"
+    fetch_k: int = 20
+    lambda_mult: float = 0.5
+
+    def __post_init__(self):
+        super().__post_init__()
+        _require(self.fetch_k >= self.k, f"retriever mmr: fetch_k ({self.fetch_k}) must be >= k ({self.k})")
+        _require(0 <= self.lambda_mult <= 1, f"retriever mmr: lambda_mult must be in [0, 1], got {self.lambda_mult}")
+
+
+RETRIEVER_SCHEMAS = {cls().name: cls for cls in
+                     (DPSConfig, KNNConfig, BM25Config, SVMConfig, TFIDFConfig, MMRConfig, EDIConfig)}
+
+
+@dataclass
+class CombinationConfig:
+    name: str = "single"
+    mode: str = "single"  # single | algorithmic (A-) | sentence (S-)
+    members: list[str] = field(default_factory=list)  # names in `retrievers`; empty for single
+    weights: Optional[list[float]] = None
+    c: float = 60.0
+    k: Optional[int] = 4  # A- cut after fusion; null = keep all fused chunks (LangChain's behaviour)
+
+    def __post_init__(self):
+        _require(self.mode in ("single", "algorithmic", "sentence"),
+                 f"combination.mode must be single, algorithmic or sentence, got {self.mode!r}")
+        unknown = [m for m in self.members if m not in RETRIEVER_SCHEMAS]
+        _require(not unknown, f"combination.members: unknown retriever(s) {unknown}; known: {sorted(RETRIEVER_SCHEMAS)}")
+        _require(self.mode == "single" or len(self.members) >= 2,
+                 f"combination {self.name}: mode {self.mode} needs at least two members")
+        _require(self.weights is None or len(self.weights) == len(self.members),
+                 f"combination.weights needs one weight per member")
+        _require(self.k is None or self.k >= 1, f"combination.k must be >= 1 or null, got {self.k}")
+        _require(self.c > 0, f"combination.c must be > 0, got {self.c}")
+
+
+@dataclass
+class LLMConfig:
+    kind: str = "extractive"
+    name: str = "extractive"
+    n_sentences: int = 2
+
+    def __post_init__(self):
+        _require(self.kind in ("extractive",), f"llm.kind {self.kind!r} is not available; use llm=extractive")
+        _require(self.n_sentences >= 1, f"llm.n_sentences must be >= 1, got {self.n_sentences}")
+
+
+@dataclass
+class ClassifierConfig:
+    kind: str = "local"
+    name: str = "local-clf"
+    folds: int = 5
+    C: float = 30.0
+
+    def __post_init__(self):
+        _require(self.kind in ("local",), f"classifier.kind {self.kind!r} is not available; use classifier=local")
+        _require(self.folds >= 2, f"classifier.folds must be >= 2, got {self.folds}")
+        _require(self.C > 0, f"classifier.C must be > 0, got {self.C}")
+
+
+@dataclass
+class MetricsConfig:
+    beta: float = 1.0
+    betas: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0])
+
+    def __post_init__(self):
+        _require(self.beta > 0, f"metrics.beta must be > 0, got {self.beta}")
+        _require(all(b > 0 for b in self.betas), f"metrics.betas must all be > 0, got {self.betas}")
+
+
+@dataclass
+class TrackingConfig:
+    enabled: bool = True
+    tracking_uri: str = "sqlite:///mlruns/mlflow.db"
+    artifact_location: str = "mlruns/artifacts"
+    experiment: str = "opi"
+
+
+@dataclass
+class PathsConfig:
+    cache_dir: str = ".opi_cache"
+
+
+@dataclass
+class OPIConfig:
+    dataset: DatasetConfig = MISSING
+    relations: RelationsConfig = MISSING
+    chunking: ChunkingConfig = MISSING
+    embedding: EmbeddingConfig = MISSING
+    retriever: Any = MISSING
+    retrievers: dict[str, Any] = field(default_factory=dict)
+    combination: CombinationConfig = MISSING
+    llm: LLMConfig = MISSING
+    classifier: ClassifierConfig = MISSING
+    metrics: MetricsConfig = MISSING
+    tracking: TrackingConfig = MISSING
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    seed: int = 0
+
+
+def register_configs() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    cs.store(name="opi_schema", node=OPIConfig)
+    for group, node in [("dataset", DatasetConfig), ("relations", RelationsConfig), ("chunking", ChunkingConfig),
+                        ("embedding", EmbeddingConfig), ("combination", CombinationConfig), ("llm", LLMConfig),
+                        ("classifier", ClassifierConfig), ("metrics", MetricsConfig), ("tracking", TrackingConfig)]:
+        cs.store(group=group, name=f"{group}_schema", node=node)
+    for name, node in RETRIEVER_SCHEMAS.items():
+        cs.store(group="retriever", name=f"{name}_schema", node=node)
+
+
+def check_config(cfg) -> OPIConfig:
+    """Run every schema's range checks; raises ValueError with the offending key in the message."""
+    from omegaconf import OmegaConf
+
+    checked: OPIConfig = OmegaConf.to_object(cfg)
+    for name, node in [("retriever", checked.retriever), *checked.retrievers.items()]:
+        retriever_name = node["name"] if isinstance(node, dict) else node.name
+        if retriever_name not in RETRIEVER_SCHEMAS:
+            raise ValueError(f"{name}: unknown retriever {retriever_name!r}; known: {sorted(RETRIEVER_SCHEMAS)}")
+        if isinstance(node, dict):
+            RETRIEVER_SCHEMAS[retriever_name](**node)
+    missing = [m for m in checked.combination.members if m not in checked.retrievers]
+    _require(not missing, f"combination.members {missing} have no config under `retrievers`")
+    return checked

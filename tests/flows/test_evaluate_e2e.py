@@ -1,0 +1,52 @@
+"""The smoke sweep end to end: Hydra multirun -> Prefect flows (cached tasks) -> MLflow parent + child runs."""
+import os
+import subprocess
+import sys
+
+import mlflow
+import pandas as pd
+import pytest
+
+from opi.metrics.opi import summary
+from opi.relations import load_relation_set
+
+
+def run_smoke(tmp_path, *extra):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("PREFECT_API_URL", None)
+    command = [sys.executable, "-m", "flows.evaluate", "experiment=smoke", "dataset.limit=2",
+               f"tracking.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+               f"tracking.artifact_location={tmp_path}/artifacts", f"paths.cache_dir={tmp_path}/cache",
+               f"hydra.sweep.dir={tmp_path}/multirun", *extra]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout + result.stderr
+
+
+def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
+    log = run_smoke(tmp_path)
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = mlflow.search_runs(experiment_names=["opi"])
+    parents = runs[runs["tags.opi.role"] == "sweep"]
+    children = runs[runs["tags.opi.role"] == "configuration"]
+    assert len(parents) == 1 and len(children) == 2
+    assert set(children["tags.mlflow.parentRunId"]) == {parents["run_id"].iloc[0]}
+    assert set(children["tags.mlflow.runName"]) == {"kNN | extractive | local-clf", "BM25 | extractive | local-clf"}
+    labels = load_relation_set().labels
+    for _, child in children.iterrows():
+        folder = mlflow.artifacts.download_artifacts(run_id=child["run_id"], dst_path=str(tmp_path / child["run_id"]))
+        predictions = pd.read_parquet(os.path.join(folder, "predictions.parquet"))
+        assert len(predictions) == 2
+        expected, table = summary(predictions, labels)
+        for name in ["bertsim", "lrcr", "opi_1", "opi_2", "opi_0_5", "opi_1_mean"]:
+            assert child[f"metrics.{name}"] == pytest.approx(expected[name]), name
+        for record in table.to_dict("records"):
+            assert child[f"metrics.opi_1.{record['relation']}"] == pytest.approx(record["opi_1"])
+        assert 0 <= child["metrics.classifier_cv_accuracy"] <= 1
+        assert child["params.retriever.name"] in {"knn", "bm25"}
+    assert "0 of" in log  # cold: nothing reused
+
+    again = run_smoke(tmp_path)
+    assert "6 of 6 stage results reused from the cache" in again
+    runs = mlflow.search_runs(experiment_names=["opi"])
+    assert (runs[runs["tags.opi.role"] == "configuration"]["metrics.cache_hits"] == 6).sum() == 2
