@@ -138,14 +138,20 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     retrieved = pipeline.combine(combination["mode"], member_rankings, examples, articles, combination["k"],
                                  combination["c"], combination["weights"])
     texts = [pipeline.sentence_texts(e, articles, retrieved[e.id]) for e in examples]
-    answers = call("generation", tasks.answer, cfg["llm"], [e.question for e in examples], texts, emb, code)
+    generation = call("generation", tasks.answer, cfg["llm"], [e.question for e in examples], texts, emb,
+                      cache_dir, code)
+    answers = generation["answers"]
     pool_triples = [Triple(e.context, e.question, e.answer) for e in pool]
     apply_triples = [Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)]
     pool_ids, pool_labels = [e.id for e in pool], [e.relation for e in pool]
-    predicted = call("classification", tasks.classify, cfg["classifier"], pool_ids, pool_triples, pool_labels,
-                     [e.id for e in examples], apply_triples, emb, cfg["seed"], code)
-    accuracy = call("classification", tasks.classifier_accuracy, cfg["classifier"], pool_ids, pool_triples,
-                    pool_labels, emb, cfg["seed"], code)
+    classification = call("classification", tasks.classify, cfg["classifier"], cfg["llm"], pool_ids, pool_triples,
+                          pool_labels, [e.id for e in examples], apply_triples, emb, cfg["relations"]["set"],
+                          cfg["seed"], cache_dir, code)
+    predicted = classification["predicted"]
+    accuracy = None
+    if cfg["classifier"]["kind"] == "local":
+        accuracy = call("classification", tasks.classifier_accuracy, cfg["classifier"], pool_ids, pool_triples,
+                        pool_labels, emb, cfg["seed"], code)
     similarities = call("scoring", tasks.answer_similarity, [e.answer for e in examples], answers, emb, code)
 
     rows = pipeline.prediction_rows(examples, retrieved, texts, answers, predicted, similarities)
@@ -155,8 +161,16 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
         for key, value in record.items():
             if key != "relation":
                 metrics[f"{key}.{record['relation']}"] = float(value)
+    if accuracy is not None:
+        metrics["classifier_cv_accuracy"] = accuracy
+    usage = {**generation["usage"], **classification["usage"]}
+    metrics.update(usage)
+    if usage:
+        metrics["llm_cost_usd"] = usage.get("llm_answer_cost_usd", 0.0) + usage.get("llm_classify_cost_usd", 0.0)
+        metrics["llm_tokens"] = sum(v for k, v in usage.items() if k.endswith("_tokens"))
+        metrics["unknown_relations"] = float(sum(p == "unknown" for p in predicted))
     metrics.update({
-        "classifier_cv_accuracy": accuracy, "cache_hits": hits, "cache_misses": misses,
+        "cache_hits": hits, "cache_misses": misses,
         "rows_dropped": float(sum(report.dropped.values())),
         "retrieved_sentences_mean": float(rows["retrieved_sentences"].mean()),
         "retrieved_words_mean": float(rows["retrieved_words"].mean()),
@@ -183,10 +197,15 @@ def evaluate_job(cfg: DictConfig) -> float:
     config = OmegaConf.to_container(cfg, resolve=True)
     from opi.data import DataError
 
+    from opi.llm.client import LLMError
+
     try:
         result = evaluate_flow(config)
     except DataError as err:
         log.error("dataset problem: %s", err)
+        sys.exit(2)
+    except LLMError as err:
+        log.error("LLM endpoint problem: %s", err)
         sys.exit(2)
     metrics = result["metrics"]
     metrics["seconds_total"] = time.perf_counter() - started

@@ -85,3 +85,72 @@ def cross_validated_accuracy(make_classifier, ids, triples, labels, folds: int =
     """Accuracy of the classifier on gold triples, each predicted by a model that did not see it."""
     predicted = cross_fit_predict(make_classifier, ids, triples, labels, ids, triples, folds)
     return float(np.mean([p == g for p, g in zip(predicted, labels)]))
+
+
+def parse_relation(reply: str, labels: Sequence[str]) -> str | None:
+    """A label from a reply: JSON ``{"relation": label}`` (possibly inside other text) or the bare label; else None."""
+    import json
+    import re
+
+    text = reply.strip()
+    candidates = [text] + re.findall(r"\{[^{}]*\}", text)
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except (json.JSONDecodeError, ValueError):
+            continue
+        if isinstance(value, dict) and value.get("relation") in labels:
+            return value["relation"]
+    bare = text.strip("`'\" .").lower()
+    return bare if bare in labels else None
+
+
+class LLMRelationClassifier:
+    """Asks an LLM (base or fine-tuned) for the relation, with a JSON schema whose enum is the label set where the
+    server supports structured output. An unparsable reply is asked again ``parse_retries`` times with a reminder,
+    then recorded as ``unknown`` (counted as wrong, counted in ``parse_failures``): never NaN, never dropped."""
+
+    name = "llm"
+
+    def __init__(self, client, relation_set, parse_retries: int = 2, prompt_name: str = "relation"):
+        from opi.llm.prompts import load_prompt
+
+        self.client = client
+        self.relations = relation_set
+        self.parse_retries = parse_retries
+        self.prompt = load_prompt(prompt_name)
+        self.parse_failures = 0
+        self.schema = {"type": "json_schema", "json_schema": {"name": "relation", "strict": True, "schema": {
+            "type": "object", "additionalProperties": False, "required": ["relation"],
+            "properties": {"relation": {"type": "string", "enum": list(relation_set.labels)}}}}}
+
+    def messages(self, triple: Triple) -> list[dict[str, str]]:
+        from opi.llm.reader import format_sentences
+
+        definitions = "\n".join(f"- {label}: {text}" for label, text in self.relations.definitions.items())
+        content = self.prompt.render(definitions=definitions, sentences=format_sentences([triple.text]),
+                                     question=triple.question, answer=triple.answer,
+                                     labels=", ".join(self.relations.labels))
+        return [{"role": "user", "content": content}]
+
+    def predict(self, triples: Sequence[Triple], progress=None) -> list[str]:
+        from opi.relations import UNKNOWN
+
+        labels = self.relations.labels
+        conversations = [self.messages(t) for t in triples]
+        result: list[str | None] = [None] * len(triples)
+        for attempt in range(self.parse_retries + 1):
+            todo = [i for i, r in enumerate(result) if r is None]
+            if not todo:
+                break
+            replies = self.client.complete_many([(conversations[i], self.schema) for i in todo],
+                                                progress if attempt == 0 else None)
+            for i, reply in zip(todo, replies):
+                result[i] = parse_relation(reply, labels)
+                if result[i] is None:
+                    conversations[i] = conversations[i] + [
+                        {"role": "assistant", "content": reply},
+                        {"role": "user", "content": 'Reply with only {"relation": "<label>"} using one of: '
+                                                    + ", ".join(labels)}]
+        self.parse_failures += sum(r is None for r in result)
+        return [r if r is not None else UNKNOWN for r in result]

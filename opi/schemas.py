@@ -161,27 +161,62 @@ class CombinationConfig:
 
 
 @dataclass
+class LocalServerConfig:
+    model: str = "smollm2"  # a packaged model name or a path to a .gguf file
+    threads: int = 2
+    context: int = 4096
+    parallel: int = 2
+
+
+@dataclass
 class LLMConfig:
-    kind: str = "extractive"
+    kind: str = "extractive"  # extractive (offline reader, not an LLM) | openai (any OpenAI-compatible endpoint)
     name: str = "extractive"
-    n_sentences: int = 2
+    n_sentences: int = 2  # extractive only
+    model: Optional[str] = None
+    base_url: Optional[str] = None  # null = OpenAI
+    api_key_env: Optional[str] = "OPENAI_API_KEY"  # the NAME of the variable holding the key, never the key
+    temperature: float = 0.0
+    max_tokens: int = 256
+    timeout: float = 60.0
+    max_retries: int = 6
+    concurrency: int = 4
+    requests_per_minute: Optional[float] = None
+    tokens_per_minute: Optional[float] = None
+    price_input_per_million: float = 0.0  # USD, for the cost metric
+    price_output_per_million: float = 0.0
+    structured_output: bool = True
+    local_server: Optional[LocalServerConfig] = None  # start a llama.cpp server on 127.0.0.1 for this run
 
     def __post_init__(self):
-        _require(self.kind in ("extractive",), f"llm.kind {self.kind!r} is not available; use llm=extractive")
+        _require(self.kind in ("extractive", "openai"), f"llm.kind must be extractive or openai, got {self.kind!r}")
         _require(self.n_sentences >= 1, f"llm.n_sentences must be >= 1, got {self.n_sentences}")
+        if self.kind == "openai":
+            _require(bool(self.model), "llm.model is required for an OpenAI-compatible LLM (e.g. llm.model=gpt-4o)")
+            _require(self.max_tokens > 0 and self.timeout > 0 and self.max_retries >= 0 and self.concurrency >= 1,
+                     "llm.max_tokens and llm.timeout must be > 0, llm.max_retries >= 0, llm.concurrency >= 1")
+            _require(self.requests_per_minute is None or self.requests_per_minute > 0,
+                     "llm.requests_per_minute must be > 0 or null")
+            _require(self.tokens_per_minute is None or self.tokens_per_minute > 0,
+                     "llm.tokens_per_minute must be > 0 or null")
 
 
 @dataclass
 class ClassifierConfig:
-    kind: str = "local"
+    kind: str = "local"  # local (scikit-learn) | llm (the configured LLM) | finetuned (a fine-tuned model id)
     name: str = "local-clf"
     folds: int = 5
     C: float = 30.0
+    model: Optional[str] = None  # finetuned: the model id, e.g. ft:gpt-4o-2024-08-06:org::abc123
+    parse_retries: int = 2
 
     def __post_init__(self):
-        _require(self.kind in ("local",), f"classifier.kind {self.kind!r} is not available; use classifier=local")
+        _require(self.kind in ("local", "llm", "finetuned"),
+                 f"classifier.kind must be local, llm or finetuned, got {self.kind!r}")
         _require(self.folds >= 2, f"classifier.folds must be >= 2, got {self.folds}")
         _require(self.C > 0, f"classifier.C must be > 0, got {self.C}")
+        _require(self.kind != "finetuned" or bool(self.model),
+                 "classifier=finetuned needs classifier.model=<fine-tuned model id>")
 
 
 @dataclass
@@ -248,6 +283,9 @@ def check_config(cfg) -> OPIConfig:
             raise ValueError(f"{name}: unknown retriever {retriever_name!r}; known: {sorted(RETRIEVER_SCHEMAS)}")
         if isinstance(node, dict):
             RETRIEVER_SCHEMAS[retriever_name](**node)
+    if checked.classifier.kind in ("llm", "finetuned"):
+        _require(checked.llm.kind == "openai", f"classifier={checked.classifier.kind} sends requests through the "
+                 "configured LLM endpoint: choose an OpenAI-compatible llm (llm=gpt-4o, llm=local, ...)")
     missing = [m for m in checked.combination.members if m not in checked.retrievers]
     _require(not missing, f"combination.members {missing} have no config under `retrievers`")
     return checked

@@ -1,9 +1,30 @@
 import os
+import shutil
+import socket
+import subprocess
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def _loopback_works() -> bool:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        try:
+            socket.create_connection(server.getsockname(), timeout=2).close()
+            return True
+        except OSError:
+            return False
+
+
+def pytest_sessionstart(session):
+    """Prefect's temporary server and the test LLM servers live on 127.0.0.1. A fresh network namespace (as made by
+    `unshare -n` to prove the suite needs no network) starts with its loopback down: bring it up when we may."""
+    if not _loopback_works() and shutil.which("ip"):
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=False, capture_output=True)
 
 
 @pytest.fixture(scope="session")

@@ -37,3 +37,27 @@ class ExtractiveReader:
             best = np.argsort(-sims, kind="stable")[: self.n_sentences]
             answers.append(" ".join(sentences[i] for i in sorted(best)))
         return answers
+
+
+def format_sentences(sentences: Sequence[str]) -> str:
+    return "\n".join(f"- {s}" for s in sentences) if sentences else "(no sentences were retrieved)"
+
+
+class LLMReader:
+    """The paper's setting: the retrieved sentences and the question go to an LLM, which answers."""
+
+    name = "llm"
+
+    def __init__(self, client, prompt_name: str = "answer"):
+        from opi.llm.prompts import load_prompt
+
+        self.client = client
+        self.prompt = load_prompt(prompt_name)
+
+    def messages(self, question: str, sentences: Sequence[str]) -> list[dict[str, str]]:
+        return [{"role": "user", "content": self.prompt.render(sentences=format_sentences(sentences),
+                                                               question=question)}]
+
+    def answer(self, questions, sentence_lists, progress=None):
+        requests = [(self.messages(q, s), None) for q, s in zip(questions, sentence_lists)]
+        return [a.strip() for a in self.client.complete_many(requests, progress)]

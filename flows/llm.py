@@ -1,0 +1,58 @@
+"""LLM clients for a run: settings from the ``llm`` config, the persistent call cache, and the local server
+(started once per process on 127.0.0.1, stopped at exit, Ctrl-C included)."""
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Any
+
+from opi.llm.cache import CallCache
+from opi.llm.client import ChatClient, LLMSettings
+
+log = logging.getLogger("opi")
+_servers: dict[str, Any] = {}
+
+
+def local_server(spec: dict[str, Any]):
+    from opi.llm.local_server import LocalLLMServer
+
+    key = repr(sorted(spec.items()))
+    if key not in _servers:
+        server = LocalLLMServer(spec["model"], spec["threads"], spec["context"], spec["parallel"]).start()
+        atexit.register(server.stop)
+        log.info("local LLM server (%s) on %s", spec["model"], server.base_url)
+        _servers[key] = server
+    return _servers[key]
+
+
+def stop_local_servers() -> None:
+    for server in _servers.values():
+        server.stop()
+    _servers.clear()
+
+
+def client_for(llm: dict[str, Any], cache_dir: str, model: str | None = None) -> ChatClient:
+    fields = {f.name for f in dataclasses.fields(LLMSettings)}
+    settings = LLMSettings(**{k: v for k, v in llm.items() if k in fields})
+    if model:
+        settings.model = model
+    if llm.get("local_server"):
+        server = local_server(llm["local_server"])
+        settings.base_url = server.base_url
+        settings.cache_id = f"local:{Path(str(server.model)).name}"
+    return ChatClient(settings, CallCache(Path(cache_dir) / "llm_calls.sqlite"))
+
+
+def progress_bar(total: int, description: str, client: ChatClient):
+    """A tqdm bar with ETA and running cost, shown only on a terminal."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=description, unit="call", disable=None, leave=False)
+
+    def update(n: int) -> None:
+        bar.update(n)
+        bar.set_postfix(cost=f"${client.usage.cost:.4f}", refresh=False)
+
+    return bar, update
