@@ -15,7 +15,14 @@ register_configs()
 CONF = Path(CONF_DIR)
 GROUPS = ["dataset", "relations", "chunking", "embedding", "retriever", "combination", "llm", "classifier",
           "metrics", "beta", "tracking", "setup", "experiment"]
-NEEDS_PATH = {"table", "squad"}
+# options that need a value a user must give
+REQUIRED = {
+    ("dataset", "table"): ["dataset.path=some/file.jsonl"],
+    ("dataset", "squad"): ["dataset.path=some/file.json"],
+    ("llm", "openai-compatible"): ["llm.base_url=http://127.0.0.1:8000/v1", "llm.model=some-model"],
+    ("classifier", "llm"): ["llm=gpt-4o"],
+    ("classifier", "finetuned"): ["llm=gpt-4o", "classifier.model=ft:gpt-4o:org::abc"],
+}
 
 
 def compose_config(overrides=()):
@@ -29,9 +36,7 @@ def options(group):
 
 @pytest.mark.parametrize("group, option", [(g, o) for g in GROUPS for o in options(g)])
 def test_every_group_option_composes_and_checks(group, option):
-    overrides = [f"{group}={option}"]
-    if group == "dataset" and option in NEEDS_PATH:
-        overrides.append("dataset.path=some/file.jsonl")
+    overrides = [f"{group}={option}", *REQUIRED.get((group, option), [])]
     checked = check_config(compose_config(overrides))
     assert checked.metrics.beta > 0
 
@@ -55,6 +60,13 @@ def test_a_four_members_and_beta_group():
     cfg = OmegaConf.to_container(compose_config(["setup=a_four", "beta=opi-2"]), resolve=True)
     assert [m["name"] for m in member_specs(cfg)] == ["knn", "dps", "tfidf", "mmr"]
     assert cfg["combination"]["k"] == 4 and cfg["metrics"]["beta"] == 2
+
+
+def test_llm_classifier_needs_an_llm_endpoint():
+    with pytest.raises(ValueError, match="classifier=llm sends requests through the configured LLM endpoint"):
+        check_config(compose_config(["classifier=llm"]))
+    with pytest.raises(ValueError, match="classifier.model"):
+        check_config(compose_config(["llm=gpt-4o", "classifier=finetuned", "classifier.model=null"]))
 
 
 def test_unknown_retriever_fails_at_compose_time():
