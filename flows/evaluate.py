@@ -88,6 +88,10 @@ def start_prefect_server_early() -> None:
     """Boot Prefect's temporary server in the background while Hydra composes and MLflow imports (~5 s saved)."""
     if os.environ.get("PREFECT_API_URL"):
         return
+    # Prefect's client imports its server's SQLAlchemy models; MLflow's sqlite store configures *all* SQLAlchemy
+    # mappers. Importing the models here, whole, before any thread starts, keeps MLflow from meeting them
+    # half-defined (seen as "Mapper[Flow(flow)] ... failed to locate a name ('FlowRun')").
+    import prefect.server.database.orm_models  # noqa: F401
 
     def boot():
         try:
@@ -138,15 +142,16 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     retrieved = pipeline.combine(combination["mode"], member_rankings, examples, articles, combination["k"],
                                  combination["c"], combination["weights"])
     texts = [pipeline.sentence_texts(e, articles, retrieved[e.id]) for e in examples]
+    llm_cache = cfg["paths"]["llm_cache"]
     generation = call("generation", tasks.answer, cfg["llm"], [e.question for e in examples], texts, emb,
-                      cache_dir, code)
+                      llm_cache, code)
     answers = generation["answers"]
     pool_triples = [Triple(e.context, e.question, e.answer) for e in pool]
     apply_triples = [Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)]
     pool_ids, pool_labels = [e.id for e in pool], [e.relation for e in pool]
     classification = call("classification", tasks.classify, cfg["classifier"], cfg["llm"], pool_ids, pool_triples,
                           pool_labels, [e.id for e in examples], apply_triples, emb, cfg["relations"]["set"],
-                          cfg["seed"], cache_dir, code)
+                          cfg["seed"], llm_cache, code)
     predicted = classification["predicted"]
     accuracy = None
     if cfg["classifier"]["kind"] == "local":

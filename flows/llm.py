@@ -33,7 +33,7 @@ def stop_local_servers() -> None:
     _servers.clear()
 
 
-def client_for(llm: dict[str, Any], cache_dir: str, model: str | None = None) -> ChatClient:
+def client_for(llm: dict[str, Any], cache_path: str, model: str | None = None) -> ChatClient:
     fields = {f.name for f in dataclasses.fields(LLMSettings)}
     settings = LLMSettings(**{k: v for k, v in llm.items() if k in fields})
     if model:
@@ -42,7 +42,7 @@ def client_for(llm: dict[str, Any], cache_dir: str, model: str | None = None) ->
         server = local_server(llm["local_server"])
         settings.base_url = server.base_url
         settings.cache_id = f"local:{Path(str(server.model)).name}"
-    return ChatClient(settings, CallCache(Path(cache_dir) / "llm_calls.sqlite"))
+    return ChatClient(settings, CallCache(cache_path))
 
 
 def progress_bar(total: int, description: str, client: ChatClient):

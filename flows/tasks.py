@@ -53,7 +53,7 @@ def rank(spec: dict[str, Any], examples: list, articles: dict, embedding: dict[s
 
 @task(name="answer")
 def answer(llm: dict[str, Any], questions: list[str], sentence_lists: list[list[str]], embedding: dict[str, Any],
-           cache_dir: str, code: str) -> dict[str, Any]:
+           llm_cache: str, code: str) -> dict[str, Any]:
     """Answers and the LLM usage they cost (calls, cache hits, retries, tokens, cost)."""
     if llm["kind"] == "extractive":
         reader = ExtractiveReader(embedder_for(embedding), n_sentences=llm["n_sentences"])
@@ -61,7 +61,7 @@ def answer(llm: dict[str, Any], questions: list[str], sentence_lists: list[list[
     from flows.llm import client_for, progress_bar
     from opi.llm.reader import LLMReader
 
-    client = client_for(llm, cache_dir)
+    client = client_for(llm, llm_cache)
     bar, update = progress_bar(len(questions), f"answers ({llm['name']})", client)
     with bar:
         answers = LLMReader(client).answer(questions, sentence_lists, update)
@@ -75,7 +75,7 @@ def _make_classifier(classifier: dict[str, Any], embedding: dict[str, Any], seed
 @task(name="classify")
 def classify(classifier: dict[str, Any], llm: dict[str, Any], pool_ids: list[str], pool: list[Triple],
              labels: list[str], apply_ids: list[str], apply: list[Triple], embedding: dict[str, Any],
-             relation_set: str, seed: int, cache_dir: str, code: str) -> dict[str, Any]:
+             relation_set: str, seed: int, llm_cache: str, code: str) -> dict[str, Any]:
     """Predicted relations (``unknown`` where an LLM reply could not be parsed) and what it cost."""
     if classifier["kind"] == "local":
         return {"predicted": cross_fit_predict(_make_classifier(classifier, embedding, seed), pool_ids, pool, labels,
@@ -84,7 +84,7 @@ def classify(classifier: dict[str, Any], llm: dict[str, Any], pool_ids: list[str
     from opi.classify import LLMRelationClassifier
     from opi.relations import load_relation_set
 
-    client = client_for(llm, cache_dir, model=classifier.get("model"))
+    client = client_for(llm, llm_cache, model=classifier.get("model"))
     model = LLMRelationClassifier(client, load_relation_set(relation_set), classifier["parse_retries"])
     bar, update = progress_bar(len(apply), f"relations ({classifier['name']})", client)
     with bar:

@@ -240,6 +240,7 @@ class TrackingConfig:
 @dataclass
 class PathsConfig:
     cache_dir: str = ".opi_cache"
+    llm_cache: str = ".opi_cache/llm_calls.sqlite"
 
 
 @dataclass

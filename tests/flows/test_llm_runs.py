@@ -1,0 +1,72 @@
+"""Runs through real LLM plumbing: the local SmolLM2 server, and an OpenAI-compatible endpoint holding a key."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+
+from opi.llm import local_server
+from opi.relations import load_relation_set
+from tests.fake_openai import FakeOpenAI
+
+
+def opi_eval(tmp_path: Path, *overrides: str, cache: str = "cache", env: dict | None = None) -> str:
+    environment = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), **(env or {})}
+    environment.pop("PREFECT_API_URL", None)
+    command = [sys.executable, "-m", "flows.evaluate", *overrides,
+               f"tracking.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+               f"tracking.artifact_location={tmp_path}/artifacts", f"paths.cache_dir={tmp_path}/{cache}",
+               f"paths.llm_cache={tmp_path}/llm_calls.sqlite",
+               f"hydra.sweep.dir={tmp_path}/multirun", f"hydra.run.dir={tmp_path}/outputs"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=1200, env=environment, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout + result.stderr
+
+
+def child_runs(tmp_path: Path) -> pd.DataFrame:
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = mlflow.search_runs(experiment_names=["opi"], order_by=["start_time ASC"])
+    return runs[runs["tags.opi.role"] == "configuration"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not local_server.available(), reason="llm-local extra not installed: " + local_server.INSTALL_HINT)
+def test_local_smollm2_answers_and_classifies_then_the_cache_answers_again(tmp_path):
+    sweep = ["-m", "setup=knn,bm25", "llm=local", "classifier=llm", "dataset.limit=3"]
+    opi_eval(tmp_path, *sweep)
+    first = child_runs(tmp_path)
+    assert len(first) == 2
+    labels = set(load_relation_set().labels)
+    for _, run in first.iterrows():
+        assert run["metrics.llm_answer_prompt_tokens"] > 0 and run["metrics.llm_answer_completion_tokens"] > 0
+        assert run["metrics.llm_classify_prompt_tokens"] > 0
+        folder = mlflow.artifacts.download_artifacts(run_id=run["run_id"], dst_path=str(tmp_path / run["run_id"]))
+        predictions = pd.read_parquet(Path(folder) / "predictions.parquet")
+        assert len(predictions) == 3
+        assert all(answer.strip() for answer in predictions["generated_answer"])
+        assert set(predictions["predicted_relation"]) <= labels  # the JSON schema's enum is enforced
+    # a new Prefect cache, the same LLM call cache: every reply comes from the cache, no HTTP request is made
+    opi_eval(tmp_path, *sweep, cache="cache-2")
+    second = child_runs(tmp_path).iloc[2:]
+    assert len(second) == 2
+    assert (second["metrics.llm_answer_http_requests"] == 0).all()
+    assert (second["metrics.llm_classify_http_requests"] == 0).all()
+    assert (second["metrics.llm_answer_cache_hits"] == 3).all()
+    assert list(second["metrics.bertsim"]) == list(first["metrics.bertsim"])
+
+
+def test_the_api_key_never_reaches_mlflow_caches_outputs_or_logs(tmp_path):
+    marker = "sk-opi-secret-marker-4711"
+    with FakeOpenAI(api_key=marker) as server:
+        log = opi_eval(tmp_path, "llm=openai-compatible", f"llm.base_url={server.base_url}", "llm.model=fake",
+                       "classifier=llm", "dataset.limit=2", "setup=knn",
+                       env={"OPENAI_API_KEY": marker})
+        assert server.arrivals, "the run did not call the endpoint"
+    assert marker not in log
+    leaks = [str(path) for path in tmp_path.rglob("*") if path.is_file() and marker.encode() in path.read_bytes()]
+    assert leaks == []
+    params = child_runs(tmp_path).filter(like="params.").columns
+    assert not [p for p in params if "api_key" in p and p != "params.llm.api_key_env"]
