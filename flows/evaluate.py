@@ -7,9 +7,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
-import threading
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +17,7 @@ import flows  # noqa: F401  (environment defaults before prefect/mlflow import)
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
+from flows.prefect_runtime import run_flow, start_prefect_server_early
 from opi.schemas import check_config, register_configs
 
 log = logging.getLogger("opi")
@@ -32,6 +31,35 @@ def run_name(cfg: dict[str, Any]) -> str:
     combination = cfg["combination"]
     setup = DISPLAY[cfg["retriever"]["name"]] if combination["mode"] == "single" else combination["name"]
     return f"{setup} | {cfg['llm']['name']} | {cfg['classifier']['name']}"
+
+
+def prompt_tags(cfg: dict[str, Any]) -> dict[str, str]:
+    """Which prompt texts (by content hash) produced this run's LLM answers and labels."""
+    from opi.llm.prompts import load_prompt
+
+    tags = {}
+    if cfg["llm"]["kind"] == "openai":
+        tags["opi.prompt.answer"] = load_prompt("answer").version
+        if cfg["classifier"]["kind"] != "local":
+            tags["opi.prompt.relation"] = load_prompt("relation").version
+    return tags
+
+
+def resolve_registered(cfg: dict[str, Any]) -> str | None:
+    """``models:/name@alias`` -> ``models:/name/<version>``, so that a new version under the alias is not served
+    from the cache of the old one."""
+    uri = cfg["classifier"].get("registered")
+    if cfg["classifier"]["kind"] != "local" or not uri:
+        return None
+    from flows.tracking import _mlflow
+
+    mlflow = _mlflow(cfg["tracking"])
+    name, _, alias = uri.removeprefix("models:/").partition("@")
+    if not alias:
+        return uri
+    version = mlflow.MlflowClient().get_model_version_by_alias(name, alias).version
+    log.info("relation classifier %s is version %s (no cross-fitting: it was trained elsewhere)", uri, version)
+    return f"models:/{name}/{version}"
 
 
 def member_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
@@ -68,45 +96,12 @@ def _load_data(key: str):
 
 def evaluate_flow(cfg: dict[str, Any]) -> dict[str, Any]:
     from prefect import flow
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     @flow(name="opi-evaluate", flow_run_name=run_name(cfg), validate_parameters=False)
     def evaluate(cfg: dict[str, Any]) -> dict[str, Any]:
         return run_configuration(cfg)
 
-    for boot in _BOOT:  # a flow must not race the server that is still starting
-        boot.join()
-    if os.environ.get("PREFECT_API_URL"):
-        return evaluate(cfg)
-    # Heartbeats let a real server spot crashed runs of workers; the temporary server has none, and the
-    # heartbeat thread's 1 s sleep makes each flow run wait up to a second at exit.
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        return evaluate(cfg)
-
-
-def start_prefect_server_early() -> None:
-    """Boot Prefect's temporary server in the background while Hydra composes and MLflow imports (~5 s saved)."""
-    if os.environ.get("PREFECT_API_URL"):
-        return
-    # Prefect's client imports its server's SQLAlchemy models; MLflow's sqlite store configures *all* SQLAlchemy
-    # mappers. Importing the models here, whole, before any thread starts, keeps MLflow from meeting them
-    # half-defined (seen as "Mapper[Flow(flow)] ... failed to locate a name ('FlowRun')").
-    import prefect.server.database.orm_models  # noqa: F401
-
-    def boot():
-        try:
-            from prefect.client.orchestration import get_client
-
-            with get_client(sync_client=True) as client:
-                client.api_healthcheck()
-        except Exception:  # the flow itself will report a server that cannot start
-            pass
-
-    _BOOT.append(threading.Thread(target=boot, name="prefect-server-boot", daemon=True))
-    _BOOT[0].start()
-
-
-_BOOT: list[threading.Thread] = []
+    return run_flow(evaluate, cfg)
 
 
 def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -149,12 +144,13 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     pool_triples = [Triple(e.context, e.question, e.answer) for e in pool]
     apply_triples = [Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)]
     pool_ids, pool_labels = [e.id for e in pool], [e.relation for e in pool]
+    registered = resolve_registered(cfg)
     classification = call("classification", tasks.classify, cfg["classifier"], cfg["llm"], pool_ids, pool_triples,
                           pool_labels, [e.id for e in examples], apply_triples, emb, cfg["relations"]["set"],
-                          cfg["seed"], llm_cache, code)
+                          cfg["seed"], llm_cache, code, registered)
     predicted = classification["predicted"]
     accuracy = None
-    if cfg["classifier"]["kind"] == "local":
+    if cfg["classifier"]["kind"] == "local" and not registered:
         accuracy = call("classification", tasks.classifier_accuracy, cfg["classifier"], pool_ids, pool_triples,
                         pool_labels, emb, cfg["seed"], code)
     similarities = call("scoring", tasks.answer_similarity, [e.answer for e in examples], answers, emb, code)
@@ -222,7 +218,8 @@ def evaluate_job(cfg: DictConfig) -> float:
 
         run_id = log_run(config["tracking"], run_name(config), config, metrics,
                          {"predictions.parquet": result["predictions"], "per_relation.csv": result["per_relation"]},
-                         {"opi.role": "configuration", "opi.setup": run_name(config).split(" | ")[0]})
+                         {"opi.role": "configuration", "opi.setup": run_name(config).split(" | ")[0],
+                          **prompt_tags(config)})
         log.info("MLflow run %s", run_id)
     log.info("%s: BERTSim %.4f  LRCR %.4f  OPI-1 %.4f  (%.1f s)", run_name(config), metrics["bertsim"],
              metrics["lrcr"], metrics["opi_1"], metrics["seconds_total"])

@@ -69,14 +69,26 @@ def answer(llm: dict[str, Any], questions: list[str], sentence_lists: list[list[
 
 
 def _make_classifier(classifier: dict[str, Any], embedding: dict[str, Any], seed: int):
-    return lambda: LocalRelationClassifier(embedder_for(embedding), C=classifier["C"], seed=seed)
+    embedder_for(embedding)  # the pipeline's features use this same shared embedder
+    return lambda: LocalRelationClassifier(classifier["family"], classifier["C"], seed, embedding["model"],
+                                           embedding["device"])
 
 
 @task(name="classify")
 def classify(classifier: dict[str, Any], llm: dict[str, Any], pool_ids: list[str], pool: list[Triple],
              labels: list[str], apply_ids: list[str], apply: list[Triple], embedding: dict[str, Any],
-             relation_set: str, seed: int, llm_cache: str, code: str) -> dict[str, Any]:
-    """Predicted relations (``unknown`` where an LLM reply could not be parsed) and what it cost."""
+             relation_set: str, seed: int, llm_cache: str, code: str, registered_uri: str | None = None
+             ) -> dict[str, Any]:
+    """Predicted relations (``unknown`` where an LLM reply could not be parsed) and what it cost.
+
+    ``registered_uri`` (``models:/name/version``) applies a model from the MLflow registry as it is: no
+    cross-fitting, so its training data should not overlap the evaluated examples.
+    """
+    if registered_uri:
+        import mlflow.sklearn
+
+        pipeline = mlflow.sklearn.load_model(registered_uri)
+        return {"predicted": LocalRelationClassifier(pipeline=pipeline).predict(apply), "usage": {}}
     if classifier["kind"] == "local":
         return {"predicted": cross_fit_predict(_make_classifier(classifier, embedding, seed), pool_ids, pool, labels,
                                                apply_ids, apply, classifier["folds"]), "usage": {}}
@@ -85,7 +97,8 @@ def classify(classifier: dict[str, Any], llm: dict[str, Any], pool_ids: list[str
     from opi.relations import load_relation_set
 
     client = client_for(llm, llm_cache, model=classifier.get("model"))
-    model = LLMRelationClassifier(client, load_relation_set(relation_set), classifier["parse_retries"])
+    model = LLMRelationClassifier(client, load_relation_set(relation_set), classifier["parse_retries"],
+                                  finetuned=classifier["kind"] == "finetuned")
     bar, update = progress_bar(len(apply), f"relations ({classifier['name']})", client)
     with bar:
         predicted = model.predict(apply, update)

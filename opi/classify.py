@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
 
 
 @dataclass(frozen=True)
@@ -29,37 +30,77 @@ def fold_of(example_id: str, folds: int) -> int:
     return int(hashlib.sha256(example_id.encode("utf-8")).hexdigest(), 16) % folds
 
 
+class SentenceEmbeddingFeatures(TransformerMixin, BaseEstimator):
+    """A scikit-learn transformer: texts -> unit sentence embeddings from the shared (cached) embedder.
+
+    It stores only the model's name, so a fitted pipeline pickles small and reloads anywhere the model is installed.
+    """
+
+    def __init__(self, model: str = "packaged:all-MiniLM-L6-v2", device: str = "cpu"):
+        self.model = model
+        self.device = device
+
+    def fit(self, texts, y=None) -> "SentenceEmbeddingFeatures":
+        return self
+
+    def transform(self, texts) -> np.ndarray:
+        from opi.embeddings import shared_embedder
+
+        return shared_embedder(self.model, self.device).encode([str(t) for t in texts])
+
+
+FAMILIES = ("logreg", "linear_svc")
+
+
+def relation_pipeline(family: str = "logreg", C: float = 30.0, seed: int = 0,
+                      embedding_model: str = "packaged:all-MiniLM-L6-v2", device: str = "cpu"):
+    """Question word 1-2-grams (TF-IDF) + question and answer embeddings -> a linear classifier."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.svm import LinearSVC
+
+    if family not in FAMILIES:
+        raise ValueError(f"unknown classifier family {family!r}; use one of {FAMILIES}")
+    features = ColumnTransformer([
+        ("question_words", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True), "question"),
+        ("question_embedding", SentenceEmbeddingFeatures(embedding_model, device), "question"),
+        ("answer_embedding", SentenceEmbeddingFeatures(embedding_model, device), "answer"),
+    ])
+    model = (LogisticRegression(C=C, max_iter=3000, random_state=seed) if family == "logreg"
+             else LinearSVC(C=C / 30, max_iter=20000, random_state=seed))
+    return Pipeline([("features", features), ("classifier", model)])
+
+
+def triples_frame(triples: Sequence[Triple]):
+    import pandas as pd
+
+    return pd.DataFrame({"text": [t.text for t in triples], "question": [t.question for t in triples],
+                         "answer": [t.answer for t in triples]})
+
+
 class LocalRelationClassifier:
+    """``relation_pipeline`` behind the fit/predict-on-triples interface the evaluation uses."""
+
     name = "local"
 
-    def __init__(self, embedder, C: float = 30.0, max_iter: int = 3000, seed: int = 0):
-        self.embedder = embedder
-        self.C, self.max_iter, self.seed = C, max_iter, seed
-        self.model = None
-        self.words = None
-
-    def features(self, triples: Sequence[Triple]):
-        from scipy.sparse import csr_matrix, hstack
-
-        questions = [t.question for t in triples]
-        dense = np.hstack([self.embedder.encode(questions), self.embedder.encode([t.answer for t in triples])])
-        return hstack([self.words.transform(questions), csr_matrix(dense)]).tocsr()
+    def __init__(self, family: str = "logreg", C: float = 30.0, seed: int = 0,
+                 embedding_model: str = "packaged:all-MiniLM-L6-v2", device: str = "cpu", pipeline=None):
+        self.pipeline = pipeline or relation_pipeline(family, C, seed, embedding_model, device)
+        self.fitted = pipeline is not None
 
     def fit(self, triples: Sequence[Triple], labels: Sequence[str]) -> "LocalRelationClassifier":
-        from sklearn.feature_extraction.text import TfidfVectorizer
-        from sklearn.linear_model import LogisticRegression
-
         if len(set(labels)) < 2:
             raise ValueError("the relation classifier needs training examples of at least two relations")
-        self.words = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit([t.question for t in triples])
-        self.model = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.seed)
-        self.model.fit(self.features(triples), list(labels))
+        self.pipeline.fit(triples_frame(triples), list(labels))
+        self.fitted = True
         return self
 
     def predict(self, triples: Sequence[Triple]) -> list[str]:
-        if self.model is None:
+        if not self.fitted:
             raise RuntimeError("fit the classifier first")
-        return [str(label) for label in self.model.predict(self.features(triples))]
+        return [str(label) for label in self.pipeline.predict(triples_frame(triples))]
 
 
 def cross_fit_predict(make_classifier, pool_ids: Sequence[str], pool: Sequence[Triple], labels: Sequence[str],
@@ -112,9 +153,11 @@ class LLMRelationClassifier:
 
     name = "llm"
 
-    def __init__(self, client, relation_set, parse_retries: int = 2, prompt_name: str = "relation"):
+    def __init__(self, client, relation_set, parse_retries: int = 2, prompt_name: str = "relation",
+                 finetuned: bool = False):
         from opi.llm.prompts import load_prompt
 
+        self.finetuned = finetuned  # a fine-tuned model gets its training format (opi.llm.finetune.chat_messages)
         self.client = client
         self.relations = relation_set
         self.parse_retries = parse_retries
@@ -127,6 +170,10 @@ class LLMRelationClassifier:
     def messages(self, triple: Triple) -> list[dict[str, str]]:
         from opi.llm.reader import format_sentences
 
+        if self.finetuned:
+            from opi.llm.finetune import chat_messages
+
+            return chat_messages(triple, self.relations)
         definitions = "\n".join(f"- {label}: {text}" for label, text in self.relations.definitions.items())
         content = self.prompt.render(definitions=definitions, sentences=format_sentences([triple.text]),
                                      question=triple.question, answer=triple.answer,
@@ -143,7 +190,8 @@ class LLMRelationClassifier:
             todo = [i for i, r in enumerate(result) if r is None]
             if not todo:
                 break
-            replies = self.client.complete_many([(conversations[i], self.schema) for i in todo],
+            schema = None if self.finetuned else self.schema
+            replies = self.client.complete_many([(conversations[i], schema) for i in todo],
                                                 progress if attempt == 0 else None)
             for i, reply in zip(todo, replies):
                 result[i] = parse_relation(reply, labels)

@@ -7,6 +7,7 @@ therefore embedded once per model, whichever retrievers and metrics ask for it.
 """
 from __future__ import annotations
 
+import sys
 import threading
 from functools import lru_cache
 
@@ -70,7 +71,8 @@ class SentenceEmbedder(Embeddings):
             self.cache_hits += len(texts) - len(missing)
             if missing:
                 vectors = self._load().encode(missing, batch_size=self.batch_size, convert_to_numpy=True,
-                                              show_progress_bar=False)
+                                              show_progress_bar=len(missing) > 4 * self.batch_size
+                                              and sys.stderr.isatty())
                 for text, vector in zip(missing, vectors):
                     self._cache[text] = vector.astype(np.float32)
                 self.texts_embedded += len(missing)

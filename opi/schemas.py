@@ -206,7 +206,9 @@ class ClassifierConfig:
     kind: str = "local"  # local (scikit-learn) | llm (the configured LLM) | finetuned (a fine-tuned model id)
     name: str = "local-clf"
     folds: int = 5
+    family: str = "logreg"  # local: logreg | linear_svc
     C: float = 30.0
+    registered: Optional[str] = None  # local: use a registered model, e.g. models:/opi-relation-classifier@champion
     model: Optional[str] = None  # finetuned: the model id, e.g. ft:gpt-4o-2024-08-06:org::abc123
     parse_retries: int = 2
 
@@ -215,6 +217,7 @@ class ClassifierConfig:
                  f"classifier.kind must be local, llm or finetuned, got {self.kind!r}")
         _require(self.folds >= 2, f"classifier.folds must be >= 2, got {self.folds}")
         _require(self.C > 0, f"classifier.C must be > 0, got {self.C}")
+        _require(self.family in ("logreg", "linear_svc"), f"classifier.family: logreg or linear_svc, got {self.family!r}")
         _require(self.kind != "finetuned" or bool(self.model),
                  "classifier=finetuned needs classifier.model=<fine-tuned model id>")
 
@@ -238,6 +241,33 @@ class TrackingConfig:
 
 
 @dataclass
+class TrainConfig:
+    """opi-train-classifier: the balanced split, the backend that trains, and where the result goes."""
+    backend: str = "local"  # local (scikit-learn) | openai (fine-tuning) | none (evaluate the `classifier` config)
+    per_relation: int = 100  # the paper's RAG-QA-1300: 100 per relation
+    test_fraction: float = 0.2
+    families: list[str] = field(default_factory=lambda: ["logreg", "linear_svc"])
+    cv_folds: int = 5
+    register_name: str = "opi-relation-classifier"
+    alias: str = "candidate"
+    base_model: str = "gpt-4o-2024-08-06"
+    suffix: str = "opi-relations"
+    n_epochs: Optional[int] = None
+    first_poll_seconds: float = 30.0
+    max_poll_seconds: float = 600.0
+    timeout_seconds: float = 86400.0
+    evaluate: bool = True
+
+    def __post_init__(self):
+        _require(self.backend in ("local", "openai", "none"), f"train.backend: local, openai or none, got {self.backend!r}")
+        _require(self.per_relation >= 2, f"train.per_relation must be >= 2, got {self.per_relation}")
+        _require(0 < self.test_fraction < 1, f"train.test_fraction must be in (0, 1), got {self.test_fraction}")
+        _require(self.cv_folds >= 2, f"train.cv_folds must be >= 2, got {self.cv_folds}")
+        _require(set(self.families) <= {"logreg", "linear_svc"} and self.families,
+                 f"train.families: a non-empty subset of [logreg, linear_svc], got {self.families}")
+
+
+@dataclass
 class PathsConfig:
     cache_dir: str = ".opi_cache"
     llm_cache: str = ".opi_cache/llm_calls.sqlite"
@@ -257,6 +287,7 @@ class OPIConfig:
     metrics: MetricsConfig = MISSING
     tracking: TrackingConfig = MISSING
     paths: PathsConfig = field(default_factory=PathsConfig)
+    train: Optional[TrainConfig] = None  # only opi-train-classifier composes it
     seed: int = 0
 
 
@@ -267,7 +298,8 @@ def register_configs() -> None:
     cs.store(name="opi_schema", node=OPIConfig)
     for group, node in [("dataset", DatasetConfig), ("relations", RelationsConfig), ("chunking", ChunkingConfig),
                         ("embedding", EmbeddingConfig), ("combination", CombinationConfig), ("llm", LLMConfig),
-                        ("classifier", ClassifierConfig), ("metrics", MetricsConfig), ("tracking", TrackingConfig)]:
+                        ("classifier", ClassifierConfig), ("metrics", MetricsConfig), ("tracking", TrackingConfig),
+                        ("train", TrainConfig)]:
         cs.store(group=group, name=f"{group}_schema", node=node)
     for name, node in RETRIEVER_SCHEMAS.items():
         cs.store(group="retriever", name=f"{name}_schema", node=node)

@@ -23,6 +23,9 @@ class FakeOpenAI:
         self.arrivals: list[float] = []
         self.injected: dict[str, int] = {"429": 0, "500": 0, "stall": 0}
         self.bodies: list[dict] = []
+        self.files: dict[str, bytes] = {}  # the fine-tuning API's uploads
+        self.jobs: dict[str, dict] = {}
+        self.job_polls: dict[str, int] = {}
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -39,6 +42,10 @@ class FakeOpenAI:
         if body.get("response_format"):
             labels = body["response_format"]["json_schema"]["schema"]["properties"]["relation"]["enum"]
             return json.dumps({"relation": labels[int(digest, 16) % len(labels)]})
+        system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
+        if "Reply with exactly one label" in system:  # a "fine-tuned" classifier answers with a bare label
+            labels = [line[2:].split(":")[0] for line in system.splitlines() if line.startswith("- ")]
+            return labels[int(digest, 16) % len(labels)]
         return f"Answer {digest}: the article says so."
 
     def _handler(self):
@@ -58,7 +65,12 @@ class FakeOpenAI:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def do_GET(self):
+                fake.fine_tuning_get(self)
+
             def do_POST(self):
+                if self.path.startswith("/v1/files") or self.path.startswith("/v1/fine_tuning"):
+                    return fake.fine_tuning_post(self)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with fake.lock:
                     index = len(fake.arrivals)
@@ -92,6 +104,69 @@ class FakeOpenAI:
                     pass  # the client gave up on a stalled request
 
         return Handler
+
+    # --- the files and fine-tuning endpoints the openai client calls -------------------------------------------
+    def fine_tuning_post(self, handler) -> None:
+        from email.parser import BytesParser
+
+        raw = handler.rfile.read(int(handler.headers["Content-Length"]))
+        with self.lock:
+            if handler.path.startswith("/v1/files"):
+                message = BytesParser().parsebytes(
+                    f"Content-Type: {handler.headers['Content-Type']}\r\n\r\n".encode() + raw)
+                parts = {part.get_param("name", header="content-disposition"): part for part in message.get_payload()}
+                file_id = f"file-{len(self.files) + 1}"
+                self.files[file_id] = parts["file"].get_payload(decode=True)
+                return handler._send(200, {"id": file_id, "object": "file", "bytes": len(self.files[file_id]),
+                                           "created_at": 0, "filename": "train.jsonl", "purpose": "fine-tune",
+                                           "status": "processed"})
+            body = json.loads(raw)
+            job_id = f"ftjob-{len(self.jobs) + 1}"
+            self.jobs[job_id] = {
+                "id": job_id, "object": "fine_tuning.job", "created_at": 0, "error": None, "fine_tuned_model": None,
+                "finished_at": None, "hyperparameters": {"n_epochs": "auto"}, "model": body["model"],
+                "organization_id": "org-test", "result_files": [], "seed": body.get("seed", 0),
+                "status": "validating_files", "trained_tokens": None, "training_file": body["training_file"],
+                "validation_file": None, "metadata": body.get("metadata"), "suffix": body.get("suffix"),
+                "events": [{"id": f"{job_id}-ev1", "object": "fine_tuning.job.event", "created_at": 0,
+                            "level": "info", "message": "Validating training file"}]}
+            self.job_polls[job_id] = 0
+            return handler._send(200, self._public(self.jobs[job_id]))
+
+    @staticmethod
+    def _public(job: dict) -> dict:
+        return {k: v for k, v in job.items() if k != "events"}
+
+    def fine_tuning_get(self, handler) -> None:
+        from urllib.parse import parse_qs, urlparse
+
+        url = urlparse(handler.path)
+        parts = url.path.strip("/").split("/")  # v1 fine_tuning jobs [id [events]]
+        with self.lock:
+            if parts[:3] != ["v1", "fine_tuning", "jobs"]:
+                return handler._send(404, {"error": {"message": f"no route {url.path}"}})
+            if len(parts) == 3:
+                query = parse_qs(url.query)
+                wanted = {k[len("metadata["):-1]: v[0] for k, v in query.items() if k.startswith("metadata[")}
+                jobs = [self._public(j) for j in self.jobs.values()
+                        if all((j["metadata"] or {}).get(k) == v for k, v in wanted.items())]
+                return handler._send(200, {"object": "list", "data": jobs[::-1], "has_more": False})
+            job = self.jobs.get(parts[3])
+            if job is None:
+                return handler._send(404, {"error": {"message": "no such job"}})
+            if len(parts) == 5 and parts[4] == "events":
+                return handler._send(200, {"object": "list", "data": job["events"][::-1], "has_more": False})
+            self.job_polls[job["id"]] += 1
+            polls = self.job_polls[job["id"]]
+            status = "running" if polls < 3 else "succeeded"
+            if status != job["status"]:
+                job["status"] = status
+                job["events"].append({"id": f"{job['id']}-ev{len(job['events']) + 1}", "object": "fine_tuning.job.event",
+                                      "created_at": polls, "level": "info", "message": f"Job {status}"})
+            if status == "succeeded":
+                job["fine_tuned_model"] = f"ft:{job['model']}:opi-test::{job['id']}"
+                job["finished_at"] = polls
+            return handler._send(200, self._public(job))
 
     def __enter__(self) -> "FakeOpenAI":
         self.thread.start()

@@ -1,6 +1,4 @@
 """Every config group option and experiment composes and passes the schema checks; invalid values fail early."""
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +8,7 @@ from omegaconf import OmegaConf
 
 from flows.evaluate import CONF_DIR, member_specs, run_name
 from opi.schemas import check_config, register_configs
+from tests.cli import run_cli
 
 register_configs()
 CONF = Path(CONF_DIR)
@@ -93,11 +92,7 @@ def test_invalid_values_fail_with_a_clear_message(override, message):
 
 
 def test_cli_rejects_invalid_config_before_loading_anything(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "flows.evaluate", "retriever.k=0",
-                             f"hydra.run.dir={tmp_path}", "tracking=none"],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2
-    output = result.stdout + result.stderr
+    output = run_cli("flows.evaluate", tmp_path, "retriever.k=0", expect=2)
     assert "invalid configuration: retriever knn: k must be >= 1, got 0" in output
     assert "Traceback" not in output
     assert "Loading SentenceTransformer" not in output

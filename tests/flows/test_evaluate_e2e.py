@@ -1,7 +1,5 @@
 """The smoke sweep end to end: Hydra multirun -> Prefect flows (cached tasks) -> MLflow parent + child runs."""
 import os
-import subprocess
-import sys
 
 import mlflow
 import pandas as pd
@@ -9,18 +7,11 @@ import pytest
 
 from opi.metrics.opi import summary
 from opi.relations import load_relation_set
+from tests.cli import run_cli
 
 
-def run_smoke(tmp_path, *extra):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("PREFECT_API_URL", None)
-    command = [sys.executable, "-m", "flows.evaluate", "experiment=smoke", "dataset.limit=2",
-               f"tracking.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
-               f"tracking.artifact_location={tmp_path}/artifacts", f"paths.cache_dir={tmp_path}/cache",
-               f"hydra.sweep.dir={tmp_path}/multirun", *extra]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout + result.stderr
+def run_smoke(tmp_path):
+    return run_cli("flows.evaluate", tmp_path, "experiment=smoke", "dataset.limit=2")
 
 
 def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):

@@ -1,7 +1,4 @@
 """Runs through real LLM plumbing: the local SmolLM2 server, and an OpenAI-compatible endpoint holding a key."""
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import mlflow
@@ -10,20 +7,12 @@ import pytest
 
 from opi.llm import local_server
 from opi.relations import load_relation_set
+from tests.cli import run_cli
 from tests.fake_openai import FakeOpenAI
 
 
 def opi_eval(tmp_path: Path, *overrides: str, cache: str = "cache", env: dict | None = None) -> str:
-    environment = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), **(env or {})}
-    environment.pop("PREFECT_API_URL", None)
-    command = [sys.executable, "-m", "flows.evaluate", *overrides,
-               f"tracking.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
-               f"tracking.artifact_location={tmp_path}/artifacts", f"paths.cache_dir={tmp_path}/{cache}",
-               f"paths.llm_cache={tmp_path}/llm_calls.sqlite",
-               f"hydra.sweep.dir={tmp_path}/multirun", f"hydra.run.dir={tmp_path}/outputs"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=1200, env=environment, cwd=tmp_path)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout + result.stderr
+    return run_cli("flows.evaluate", tmp_path, *overrides, cache=cache, env=env)
 
 
 def child_runs(tmp_path: Path) -> pd.DataFrame:

@@ -1,0 +1,44 @@
+"""Run an OPI entry point in a subprocess, the way a user does, with every store under a test folder."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def processes_with_env(name: str, value: str) -> list[int]:
+    """Live processes whose environment has ``name=value`` (servers a run started and should have stopped)."""
+    wanted = f"{name}={value}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit() and int(proc.name) != os.getpid():
+            try:
+                if wanted in (proc / "environ").read_bytes().split(b"\0"):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+def run_cli(module: str, tmp_path: Path, *overrides: str, env: dict | None = None, cache: str = "cache",
+            expect: int = 0, timeout: float = 1200) -> str:
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1", "PREFECT_HOME": str(tmp_path / "prefect"), **(env or {})}
+    environment.pop("PREFECT_API_URL", None)
+    command = [sys.executable, "-m", module, *overrides,
+               f"tracking.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
+               f"tracking.artifact_location={tmp_path}/artifacts", f"paths.cache_dir={tmp_path}/{cache}",
+               f"paths.llm_cache={tmp_path}/llm_calls.sqlite",
+               f"hydra.sweep.dir={tmp_path}/multirun", f"hydra.run.dir={tmp_path}/outputs"]
+    # output to a file, not a pipe: a stray grandchild holding a pipe open would hang the test instead of failing it
+    log_path = tmp_path / f"{module}-{len(list(tmp_path.glob('*.log')))}.log"
+    with open(log_path, "w") as log:
+        code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=timeout, env=environment,
+                              cwd=tmp_path, stdin=subprocess.DEVNULL).returncode
+    output = log_path.read_text()
+    leftovers = processes_with_env("PREFECT_HOME", str(tmp_path / "prefect"))
+    for pid in leftovers:
+        os.kill(pid, 9)
+    assert not leftovers, f"{module} left {len(leftovers)} process(es) running (a server it did not stop)"
+    assert code == expect, f"exit {code} (expected {expect}):\n" + output[-4000:]
+    return output
