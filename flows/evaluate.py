@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -15,10 +14,11 @@ from typing import Any
 
 import flows  # noqa: F401  (environment defaults before prefect/mlflow import)
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from flows.entry import checked, run_or_explain
 from flows.prefect_runtime import run_flow, start_prefect_server_early
-from opi.schemas import check_config, register_configs
+from opi.schemas import register_configs
 
 log = logging.getLogger("opi")
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
@@ -190,24 +190,8 @@ def main() -> None:
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def evaluate_job(cfg: DictConfig) -> float:
     started = time.perf_counter()
-    try:
-        check_config(cfg)
-    except ValueError as err:
-        log.error("invalid configuration: %s", err)
-        sys.exit(2)
-    config = OmegaConf.to_container(cfg, resolve=True)
-    from opi.data import DataError
-
-    from opi.llm.client import LLMError
-
-    try:
-        result = evaluate_flow(config)
-    except DataError as err:
-        log.error("dataset problem: %s", err)
-        sys.exit(2)
-    except LLMError as err:
-        log.error("LLM endpoint problem: %s", err)
-        sys.exit(2)
+    config = checked(cfg)
+    result = run_or_explain(evaluate_flow, config)
     metrics = result["metrics"]
     metrics["seconds_total"] = time.perf_counter() - started
     output = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)

@@ -6,7 +6,6 @@ as one Prefect flow tracked in one MLflow run (experiment ``<tracking.experiment
 from __future__ import annotations
 
 import logging
-import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -14,11 +13,12 @@ from typing import Any
 
 import flows  # noqa: F401  (environment defaults before prefect/mlflow import)
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
+from flows.entry import checked, run_or_explain
 from flows.evaluate import CONF_DIR, load_data
 from flows.prefect_runtime import run_flow, start_prefect_server_early
-from opi.schemas import check_config, register_configs
+from opi.schemas import register_configs
 
 log = logging.getLogger("opi")
 register_configs()
@@ -173,26 +173,14 @@ def train_and_evaluate(cfg: dict[str, Any]) -> dict[str, float]:
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train_classifier")
 def train_job(cfg: DictConfig) -> float:
-    from opi.data import DataError
-    from opi.llm.client import LLMError
-
-    try:
-        check_config(cfg)
-    except ValueError as err:
-        log.error("invalid configuration: %s", err)
-        sys.exit(2)
-    config = OmegaConf.to_container(cfg, resolve=True)
+    config = checked(cfg)
     from prefect import flow
 
     @flow(name="opi-train-classifier", validate_parameters=False)
     def train_classifier(config: dict[str, Any]) -> dict[str, float]:
         return train_and_evaluate(config)
 
-    try:
-        metrics = run_flow(train_classifier, config)
-    except (DataError, LLMError) as err:
-        log.error("%s", err)
-        sys.exit(2)
+    metrics = run_or_explain(run_flow, train_classifier, config)
     return float(metrics.get("accuracy", 0.0))
 
 

@@ -66,7 +66,7 @@ class EmbeddingConfig:
 
     def __post_init__(self):
         _require(self.batch_size > 0, f"embedding.batch_size must be > 0, got {self.batch_size}")
-        _require(self.backend in ("torch", "onnx", "openvino"), f"embedding.backend: torch, onnx or openvino")
+        _require(self.backend in ("torch", "onnx", "openvino"), "embedding.backend: torch, onnx or openvino")
 
 
 @dataclass
@@ -107,7 +107,7 @@ class BM25Config(RetrieverConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        _require(self.k1 >= 0 and 0 <= self.b <= 1, f"retriever bm25: need k1 >= 0 and 0 <= b <= 1")
+        _require(self.k1 >= 0 and 0 <= self.b <= 1, "retriever bm25: need k1 >= 0 and 0 <= b <= 1")
 
 
 @dataclass
@@ -155,7 +155,7 @@ class CombinationConfig:
         _require(self.mode == "single" or len(self.members) >= 2,
                  f"combination {self.name}: mode {self.mode} needs at least two members")
         _require(self.weights is None or len(self.weights) == len(self.members),
-                 f"combination.weights needs one weight per member")
+                 "combination.weights needs one weight per member")
         _require(self.k is None or self.k >= 1, f"combination.k must be >= 1 or null, got {self.k}")
         _require(self.c > 0, f"combination.c must be > 0, got {self.c}")
 

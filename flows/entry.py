@@ -1,0 +1,37 @@
+"""What every console entry point does around its work: checked config in, user errors out as one line + exit 2."""
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Callable
+
+from omegaconf import DictConfig, OmegaConf
+
+from opi.schemas import check_config
+
+log = logging.getLogger("opi")
+EXIT_USER_ERROR = 2
+
+
+def checked(cfg: DictConfig) -> dict[str, Any]:
+    """The resolved config as plain data, after the schemas' range checks (exit 2 with the reason otherwise)."""
+    try:
+        check_config(cfg)
+    except ValueError as err:
+        log.error("invalid configuration: %s", err)
+        sys.exit(EXIT_USER_ERROR)
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def run_or_explain(work: Callable[..., Any], *args: Any) -> Any:
+    """Run ``work``; a problem the user can fix (data, LLM endpoint) ends the run with its message, no traceback."""
+    from opi.data import DataError
+    from opi.llm.client import LLMError
+
+    try:
+        return work(*args)
+    except DataError as err:
+        log.error("dataset problem: %s", err)
+    except LLMError as err:
+        log.error("LLM endpoint problem: %s", err)
+    sys.exit(EXIT_USER_ERROR)
