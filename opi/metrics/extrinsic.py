@@ -1,0 +1,103 @@
+"""The paper's extrinsic check: answers scored 0, 3 or 7 by people (an annotation sheet) or by an LLM judge.
+
+7 = the same meaning as the ground truth, nothing missing or extra; 3 = partial match, or extra information;
+0 = no overlap. Scores are averaged per configuration and configurations ranked by the mean.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from opi.data import DataError
+from opi.llm.prompts import load_prompt
+
+SCALE = (0, 3, 7)
+SHEET_COLUMNS = ["id", "configuration", "question", "ground_truth", "generated_answer", "score"]
+
+
+def export_sheet(rows: pd.DataFrame, path: str | Path) -> Path:
+    """A csv for annotators: one row per (configuration, example), the score column blank."""
+    missing = [c for c in SHEET_COLUMNS[:-1] if c not in rows]
+    if missing:
+        raise ValueError(f"export_sheet needs columns {missing}")
+    sheet = rows[SHEET_COLUMNS[:-1]].copy()
+    sheet["score"] = ""
+    sheet.to_csv(path, index=False)
+    return Path(path)
+
+
+def import_sheet(path: str | Path, known: pd.DataFrame) -> pd.DataFrame:
+    """Read a filled sheet back: every (id, configuration) known, each scored exactly once with 0, 3 or 7."""
+    sheet = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for column in ("id", "configuration", "score"):
+        if column not in sheet:
+            raise DataError(f"{path}: missing column {column!r}")
+    keys = set(zip(known["id"].astype(str), known["configuration"].astype(str)))
+    seen = set()
+    scores = []
+    for row_number, row in enumerate(sheet.itertuples(index=False), start=2):  # row 1 is the header
+        key = (row.id, row.configuration)
+        if key not in keys:
+            raise DataError(f"{path}, row {row_number}: unknown id {row.id!r} for configuration {row.configuration!r}")
+        if key in seen:
+            raise DataError(f"{path}, row {row_number}: id {row.id!r} scored twice for {row.configuration!r}")
+        seen.add(key)
+        if row.score.strip() not in {str(s) for s in SCALE}:
+            raise DataError(f"{path}, row {row_number}, field 'score': {row.score!r} is not one of 0, 3, 7")
+        scores.append(int(row.score))
+    unscored = keys - seen
+    if unscored:
+        raise DataError(f"{path}: {len(unscored)} answer(s) not scored, e.g. {sorted(unscored)[:2]}")
+    return pd.DataFrame({"id": list(sheet["id"]), "configuration": list(sheet["configuration"]), "score": scores})
+
+
+def configuration_means(scores: pd.DataFrame, column: str = "score") -> pd.Series:
+    """Mean score per configuration, best first."""
+    return scores.groupby("configuration")[column].mean().sort_values(ascending=False, kind="stable")
+
+
+def parse_judgement(reply: str) -> int | None:
+    import re
+
+    for candidate in [reply.strip()] + re.findall(r"\{[^{}]*\}", reply):
+        try:
+            value = json.loads(candidate)
+        except (json.JSONDecodeError, ValueError):
+            continue
+        if isinstance(value, dict) and value.get("score") in SCALE:
+            return int(value["score"])
+    return None
+
+
+class LLMJudge:
+    """The 0-3-7 rubric as an LLM prompt (JSON schema with the enum 0/3/7 where supported); failures are None."""
+
+    def __init__(self, client, parse_retries: int = 2):
+        self.client = client
+        self.parse_retries = parse_retries
+        self.prompt = load_prompt("judge")
+        self.parse_failures = 0
+        self.schema = {"type": "json_schema", "json_schema": {"name": "score", "strict": True, "schema": {
+            "type": "object", "additionalProperties": False, "required": ["score"],
+            "properties": {"score": {"type": "integer", "enum": list(SCALE)}}}}}
+
+    def score(self, questions: Sequence[str], truths: Sequence[str], answers: Sequence[str]) -> list[int | None]:
+        requests = [([{"role": "user", "content": self.prompt.render(question=q, truth=t, answer=a)}], self.schema)
+                    for q, t, a in zip(questions, truths, answers)]
+        result: list[int | None] = [None] * len(requests)
+        for _ in range(self.parse_retries + 1):
+            todo = [i for i, r in enumerate(result) if r is None]
+            if not todo:
+                break
+            for i, reply in zip(todo, self.client.complete_many([requests[i] for i in todo])):
+                result[i] = parse_judgement(reply)
+                if result[i] is None:
+                    messages, schema = requests[i]
+                    requests[i] = (messages + [{"role": "assistant", "content": reply},
+                                               {"role": "user", "content": 'Reply with {"score": 0}, 3 or 7 only.'}],
+                                   schema)
+        self.parse_failures += sum(r is None for r in result)
+        return result

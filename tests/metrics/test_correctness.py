@@ -1,0 +1,69 @@
+import json
+
+import pytest
+
+from opi.metrics.correctness import AnswerCorrectness, blend, f1_from_counts, mean_score
+
+
+class ScriptedLLM:
+    """Answers the statement and TP/FP/FN calls from a script: the LLM replaced only at the function boundary."""
+
+    def __init__(self, statements: dict[str, list[str] | str], classes: list[str]):
+        self.statements, self.classes, self.calls = statements, list(classes), []
+
+    def complete(self, messages, response_format=None):
+        content = messages[0]["content"]
+        self.calls.append(content)
+        if content.startswith("Break the text"):
+            text = content.rsplit("Text: ", 1)[1].strip()
+            reply = self.statements[text]
+            return reply if isinstance(reply, str) else json.dumps({"statements": reply})
+        return self.classes.pop(0)
+
+
+def test_f1_and_blend_by_hand():
+    assert f1_from_counts(1, 2, 1) == pytest.approx(1 / (1 + 0.5 * 3))  # 0.4
+    assert f1_from_counts(0, 3, 2) == 0.0
+    assert blend(0.4, 0.8) == pytest.approx(0.75 * 0.4 + 0.25 * 0.8)  # 0.5
+    assert blend(0.4, 0.8, threshold=0.85) == pytest.approx(0.3)
+    assert blend(0.4, 0.9, threshold=0.85) == pytest.approx(0.55)
+    assert blend(0.4, 0.8, weights=(1, 1)) == pytest.approx(0.6)
+
+
+def test_statements_and_classes_give_the_hand_computed_score():
+    llm = ScriptedLLM({"The answer.": ["a1", "a2", "a3"], "The truth.": ["t1", "t2"]},
+                      [json.dumps({"TP": ["a1"], "FP": ["a2", "a3"], "FN": ["t2"]})])
+    result = AnswerCorrectness(llm).score("Q?", "The answer.", "The truth.", similarity=0.8)
+    assert (result.tp, result.fp, result.fn) == (1, 2, 1)
+    assert result.f1 == pytest.approx(0.4) and result.score == pytest.approx(0.5) and result.failure is None
+
+
+def test_empty_answer_has_no_statements_and_scores_only_similarity():
+    llm = ScriptedLLM({"The truth.": ["t1", "t2"]}, [])
+    result = AnswerCorrectness(llm).score("Q?", "  ", "The truth.", similarity=0.4)
+    assert (result.tp, result.fp, result.fn) == (0, 0, 2)
+    assert result.f1 == 0.0 and result.score == pytest.approx(0.25 * 0.4)
+    assert len(llm.calls) == 1  # no LLM call for an empty text, none for classes
+
+
+def test_unparsable_replies_are_retried_then_recorded_never_nan():
+    llm = ScriptedLLM({"The answer.": "sorry, I cannot", "The truth.": ["t1"]}, [])
+    scorer = AnswerCorrectness(llm, parse_retries=2)
+    result = scorer.score("Q?", "The answer.", "The truth.", similarity=0.7)
+    assert result.score is None and result.failure == "unparsable statements"
+    assert scorer.parse_failures == 1
+    assert sum(c.startswith("Break the text") for c in llm.calls) == 3 + 1  # answer asked 3 times, truth once
+    mean, failures = mean_score([result, AnswerCorrectness(ScriptedLLM({}, [])).score("Q?", "", "", 1.0)])
+    assert failures == 1 and mean == pytest.approx(0.25)
+
+
+def test_a_statement_in_two_classes_is_rejected_then_the_retry_counts():
+    bad = json.dumps({"TP": ["a1"], "FP": ["a1"], "FN": []})
+    good = json.dumps({"TP": ["a1"], "FP": [], "FN": []})
+    llm = ScriptedLLM({"A.": ["a1"], "T.": ["t1"]}, [bad, good])
+    result = AnswerCorrectness(llm).score("Q?", "A.", "T.", similarity=1.0)
+    assert result.f1 == 1.0 and result.score == 1.0
+    llm = ScriptedLLM({"A.": ["a1"], "T.": ["t1"]}, [bad, bad, bad])
+    scorer = AnswerCorrectness(llm)
+    assert scorer.score("Q?", "A.", "T.", similarity=1.0).failure == "unparsable TP/FP/FN"
+    assert scorer.parse_failures == 1
