@@ -112,6 +112,7 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     from opi import pipeline
     from opi.classify import Triple
     from opi.metrics.opi import beta_key, summary
+    import pandas as pd
 
     relation_set, examples, pool, report = load_data(cfg)
     cache_dir, code, emb = cfg["paths"]["cache_dir"], tasks.code_version(), cfg["embedding"]
@@ -156,7 +157,19 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     similarities = call("scoring", tasks.answer_similarity, [e.answer for e in examples], answers, emb, code)
 
     rows = pipeline.prediction_rows(examples, retrieved, texts, answers, predicted, similarities)
+    quality: dict[str, Any] = {"columns": {}, "counts": {}, "usage": {}}
+    if cfg["metrics"]["correctness"] or cfg["metrics"]["judge"]:
+        quality = call("answer-metrics", tasks.answer_quality, cfg["metrics"], cfg["llm"],
+                       [e.question for e in examples], [e.answer for e in examples], answers, similarities,
+                       llm_cache, code)
+        for column, values in quality["columns"].items():
+            rows[column] = pd.array(values, dtype="Float64")  # missing (unparsable) stays missing, never NaN-mean
     metrics, table = summary(rows, relation_set.labels, cfg["metrics"]["betas"])
+    for column in quality["columns"]:
+        scored = rows[column].dropna()
+        if len(scored):
+            metrics[column if column != "judge_score" else "judge_mean"] = float(scored.mean())
+    metrics.update({**quality["counts"], **quality["usage"]})
     metrics["opi"] = summary(rows, relation_set.labels, [cfg["metrics"]["beta"]])[0][beta_key(cfg["metrics"]["beta"])]
     for record in table.to_dict("records"):
         for key, value in record.items():

@@ -119,3 +119,28 @@ def answer_similarity(gold: list[str], generated: list[str], embedding: dict[str
 
     embedder = embedder_for(embedding)
     return cosine_rows(embedder.encode(gold, normalize=False), embedder.encode(generated, normalize=False)).tolist()
+
+
+@task(name="answer-quality")
+def answer_quality(metrics: dict[str, Any], llm: dict[str, Any], questions: list[str], truths: list[str],
+                   answers: list[str], similarities: list[float], llm_cache: str, code: str) -> dict[str, Any]:
+    """LLM-scored answer metrics per example (None where a reply could not be parsed) and their usage."""
+    from flows.llm import client_for
+    from opi.metrics.correctness import AnswerCorrectness
+    from opi.metrics.extrinsic import LLMJudge
+
+    client = client_for(llm, llm_cache)
+    columns: dict[str, list] = {}
+    counts: dict[str, float] = {}
+    if metrics["correctness"]:
+        scorer = AnswerCorrectness(client, metrics["correctness_weights"], metrics["similarity_threshold"],
+                                   metrics["parse_retries"])
+        results = [scorer.score(q, a, t, s) for q, a, t, s in zip(questions, answers, truths, similarities)]
+        columns["correctness"] = [r.score for r in results]
+        columns["correctness_f1"] = [r.f1 for r in results]
+        counts["correctness_failures"] = float(sum(r.score is None for r in results))
+    if metrics["judge"]:
+        judge = LLMJudge(client, metrics["parse_retries"])
+        columns["judge_score"] = judge.score(questions, truths, answers)
+        counts["judge_failures"] = float(judge.parse_failures)
+    return {"columns": columns, "counts": counts, "usage": client.usage.as_metrics("llm_metrics")}

@@ -226,8 +226,15 @@ class ClassifierConfig:
 class MetricsConfig:
     beta: float = 1.0
     betas: list[float] = field(default_factory=lambda: [0.5, 1.0, 2.0])
+    correctness: bool = False  # RAGAS-style answer correctness (LLM calls through the run's llm endpoint)
+    judge: bool = False  # 0-3-7 LLM judge (same endpoint)
+    correctness_weights: list[float] = field(default_factory=lambda: [0.75, 0.25])
+    similarity_threshold: Optional[float] = None
+    parse_retries: int = 2
 
     def __post_init__(self):
+        _require(len(self.correctness_weights) == 2 and min(self.correctness_weights) >= 0
+                 and sum(self.correctness_weights) > 0, "metrics.correctness_weights: two non-negative numbers")
         _require(self.beta > 0, f"metrics.beta must be > 0, got {self.beta}")
         _require(all(b > 0 for b in self.betas), f"metrics.betas must all be > 0, got {self.betas}")
 
@@ -316,6 +323,9 @@ def check_config(cfg) -> OPIConfig:
             raise ValueError(f"{name}: unknown retriever {retriever_name!r}; known: {sorted(RETRIEVER_SCHEMAS)}")
         if isinstance(node, dict):
             RETRIEVER_SCHEMAS[retriever_name](**node)
+    if checked.metrics.correctness or checked.metrics.judge:
+        _require(checked.llm.kind == "openai", "metrics.correctness and metrics.judge ask the configured LLM "
+                 "endpoint: choose an OpenAI-compatible llm (llm=gpt-4o, llm=local, ...)")
     if checked.classifier.kind in ("llm", "finetuned"):
         _require(checked.llm.kind == "openai", f"classifier={checked.classifier.kind} sends requests through the "
                  "configured LLM endpoint: choose an OpenAI-compatible llm (llm=gpt-4o, llm=local, ...)")

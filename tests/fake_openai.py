@@ -40,8 +40,17 @@ class FakeOpenAI:
         last = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
         digest = hashlib.sha256(last.encode()).hexdigest()[:8]
         if body.get("response_format"):
-            labels = body["response_format"]["json_schema"]["schema"]["properties"]["relation"]["enum"]
-            return json.dumps({"relation": labels[int(digest, 16) % len(labels)]})
+            properties = body["response_format"]["json_schema"]["schema"]["properties"]
+            if "relation" in properties or "score" in properties:
+                key = "relation" if "relation" in properties else "score"
+                choices = properties[key]["enum"]
+                return json.dumps({key: choices[int(digest, 16) % len(choices)]})
+            if "statements" in properties:  # one statement per sentence of the text
+                text = last.rsplit("Text: ", 1)[1].strip()
+                return json.dumps({"statements": [s for s in text.replace("! ", ". ").split(". ") if s]})
+            if "TP" in properties:  # the first answer statement supported, the rest not, nothing missing
+                answer = json.loads(last.rsplit("Answer statements: ", 1)[1].split("\n", 1)[0])
+                return json.dumps({"TP": answer[:1], "FP": answer[1:], "FN": []})
         system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
         if "Reply with exactly one label" in system:  # a "fine-tuned" classifier answers with a bare label
             labels = [line[2:].split(":")[0] for line in system.splitlines() if line.startswith("- ")]
@@ -102,6 +111,11 @@ class FakeOpenAI:
                                   "total_tokens": 10 + len(str(body["messages"])) // 4 + len(content) // 4}})
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up on a stalled request
+                except Exception as err:  # a bug in the fake: say so instead of dropping the connection
+                    import traceback
+
+                    traceback.print_exc()
+                    self._send(599, {"error": {"message": f"fake server bug: {err!r}"}})
 
         return Handler
 

@@ -76,6 +76,12 @@ def parse_classes(reply: str, answer_statements: Sequence[str], truth_statements
     return len(tp), len(fp), len(fn)
 
 
+def _object_of_lists(*keys: str) -> dict:
+    """JSON schema of an object whose keys each hold a list of strings (structured output where supported)."""
+    return {"type": "object", "additionalProperties": False, "required": list(keys),
+            "properties": {k: {"type": "array", "items": {"type": "string"}} for k in keys}}
+
+
 class AnswerCorrectness:
     def __init__(self, client, weights: Sequence[float] = (0.75, 0.25), threshold: float | None = None,
                  parse_retries: int = 2):
@@ -85,10 +91,11 @@ class AnswerCorrectness:
         self.class_prompt = load_prompt("correctness")
         self.parse_failures = 0
 
-    def _ask(self, content: str, parse):
+    def _ask(self, content: str, parse, schema: dict):
         messages = [{"role": "user", "content": content}]
+        response_format = {"type": "json_schema", "json_schema": {"name": "reply", "strict": True, "schema": schema}}
         for _ in range(self.parse_retries + 1):
-            reply = self.client.complete(messages)
+            reply = self.client.complete(messages, response_format)
             parsed = parse(reply)
             if parsed is not None:
                 return parsed
@@ -100,7 +107,8 @@ class AnswerCorrectness:
     def statements(self, question: str, text: str) -> list[str] | None:
         if not text.strip():
             return []
-        return self._ask(self.statement_prompt.render(question=question, text=text), parse_statements)
+        return self._ask(self.statement_prompt.render(question=question, text=text), parse_statements,
+                         _object_of_lists("statements"))
 
     def score(self, question: str, answer: str, truth: str, similarity: float) -> Correctness:
         answer_statements = self.statements(question, answer)
@@ -112,7 +120,8 @@ class AnswerCorrectness:
         else:
             prompt = self.class_prompt.render(question=question, answer_statements=json.dumps(answer_statements),
                                               truth_statements=json.dumps(truth_statements))
-            counts = self._ask(prompt, lambda r: parse_classes(r, answer_statements, truth_statements))
+            counts = self._ask(prompt, lambda r: parse_classes(r, answer_statements, truth_statements),
+                               _object_of_lists("TP", "FP", "FN"))
             if counts is None:
                 return Correctness(None, None, similarity, failure="unparsable TP/FP/FN")
             tp, fp, fn = counts

@@ -20,6 +20,7 @@ REQUIRED = {
     ("dataset", "squad"): ["dataset.path=some/file.json"],
     ("llm", "openai-compatible"): ["llm.base_url=http://127.0.0.1:8000/v1", "llm.model=some-model"],
     ("classifier", "llm"): ["llm=gpt-4o"],
+    ("metrics", "full"): ["llm=gpt-4o"],
     ("classifier", "finetuned"): ["llm=gpt-4o", "classifier.model=ft:gpt-4o:org::abc"],
 }
 
@@ -66,6 +67,11 @@ def test_llm_classifier_needs_an_llm_endpoint():
         check_config(compose_config(["classifier=llm"]))
     with pytest.raises(ValueError, match="classifier.model"):
         check_config(compose_config(["llm=gpt-4o", "classifier=finetuned", "classifier.model=null"]))
+
+
+def test_llm_scored_metrics_need_an_llm_endpoint():
+    with pytest.raises(ValueError, match="metrics.correctness and metrics.judge ask the configured LLM endpoint"):
+        check_config(compose_config(["metrics=full"]))
 
 
 def test_unknown_retriever_fails_at_compose_time():

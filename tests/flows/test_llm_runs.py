@@ -59,3 +59,42 @@ def test_the_api_key_never_reaches_mlflow_caches_outputs_or_logs(tmp_path):
     assert leaks == []
     params = child_runs(tmp_path).filter(like="params.").columns
     assert not [p for p in params if "api_key" in p and p != "params.llm.api_key_env"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not local_server.available(), reason="llm-local extra not installed: " + local_server.INSTALL_HINT)
+def test_local_smollm2_scores_answer_correctness_and_judge(tmp_path):
+    opi_eval(tmp_path, "llm=local", "metrics=full", "dataset.limit=5")
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    run = mlflow.search_runs(experiment_names=["opi"]).iloc[0]
+    assert run["metrics.correctness_failures"] + run["metrics.judge_failures"] >= 0  # counts are logged
+    assert run["metrics.llm_metrics_calls"] > 0
+    folder = mlflow.artifacts.download_artifacts(run_id=run["run_id"], dst_path=str(tmp_path / "dl"))
+    predictions = pd.read_parquet(Path(folder) / "predictions.parquet")
+    scored = predictions["correctness"].dropna()
+    assert len(scored) + run["metrics.correctness_failures"] == 5
+    assert scored.between(0, 1).all()
+    judged = predictions["judge_score"].dropna()
+    assert set(judged) <= {0, 3, 7} and len(judged) + run["metrics.judge_failures"] == 5
+    if len(scored):
+        assert run["metrics.correctness"] == pytest.approx(scored.mean())
+
+
+def test_answer_correctness_and_judge_are_logged_with_their_failure_counts(tmp_path):
+    with FakeOpenAI() as server:
+        opi_eval(tmp_path, "llm=openai-compatible", f"llm.base_url={server.base_url}", "llm.model=fake",
+                 "metrics=full", "dataset.limit=3", "setup=knn")
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    run = mlflow.search_runs(experiment_names=["opi"]).iloc[0]
+    folder = mlflow.artifacts.download_artifacts(run_id=run["run_id"], dst_path=str(tmp_path / "dl"))
+    rows = pd.read_parquet(Path(folder) / "predictions.parquet")
+    # the fake answers one statement per sentence and supports only the first: F1 = 1 / (1 + 0.5 (n - 1))
+    for _, row in rows.iterrows():
+        n = len([s for s in row["generated_answer"].replace("! ", ". ").split(". ") if s])
+        f1 = 1 / (1 + 0.5 * (n - 1))
+        assert row["correctness_f1"] == pytest.approx(f1)
+        assert row["correctness"] == pytest.approx(0.75 * f1 + 0.25 * row["similarity"])
+    assert run["metrics.correctness"] == pytest.approx(rows["correctness"].mean())
+    assert run["metrics.judge_mean"] == pytest.approx(rows["judge_score"].mean())
+    assert set(rows["judge_score"]) <= {0, 3, 7}
+    assert run["metrics.correctness_failures"] == 0 and run["metrics.judge_failures"] == 0

@@ -12,6 +12,7 @@ class ScriptedLLM:
         self.statements, self.classes, self.calls = statements, list(classes), []
 
     def complete(self, messages, response_format=None):
+        assert response_format["type"] == "json_schema"
         content = messages[0]["content"]
         self.calls.append(content)
         if content.startswith("Break the text"):
