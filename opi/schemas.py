@@ -303,13 +303,15 @@ def register_configs() -> None:
 
     cs = ConfigStore.instance()
     cs.store(name="opi_schema", node=OPIConfig)
+    # Schemas live in their own group ("schema/..."), pulled in by each option's defaults list as
+    # `/schema/<group>@_here_`, so that `retriever=glob(*)` sweeps the real options only.
     for group, node in [("dataset", DatasetConfig), ("relations", RelationsConfig), ("chunking", ChunkingConfig),
                         ("embedding", EmbeddingConfig), ("combination", CombinationConfig), ("llm", LLMConfig),
                         ("classifier", ClassifierConfig), ("metrics", MetricsConfig), ("tracking", TrackingConfig),
                         ("train", TrainConfig)]:
-        cs.store(group=group, name=f"{group}_schema", node=node)
+        cs.store(group="schema", name=group, node=node)
     for name, node in RETRIEVER_SCHEMAS.items():
-        cs.store(group="retriever", name=f"{name}_schema", node=node)
+        cs.store(group="schema/retriever", name=name, node=node)
 
 
 def check_config(cfg) -> OPIConfig:

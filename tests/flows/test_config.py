@@ -102,3 +102,12 @@ def test_cli_rejects_invalid_config_before_loading_anything(tmp_path):
     assert "invalid configuration: retriever knn: k must be >= 1, got 0" in output
     assert "Traceback" not in output
     assert "Loading SentenceTransformer" not in output
+
+
+def test_globbing_a_group_sweeps_its_real_options_only():
+    from hydra.core.global_hydra import GlobalHydra
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        loader = GlobalHydra.instance().config_loader()
+        assert loader.get_group_options("retriever") == ["bm25", "dps", "edi", "knn", "mmr", "svm", "tfidf"]
+        assert loader.get_group_options("chunking") == ["large", "paper", "small"]
