@@ -111,7 +111,7 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     from flows import tasks
     from opi import pipeline
     from opi.classify import Triple
-    from opi.metrics.opi import beta_key, summary
+    from opi.metrics.opi import pooled_opi, summary
     import pandas as pd
 
     relation_set, examples, pool, report = load_data(cfg)
@@ -170,7 +170,7 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
         if len(scored):
             metrics[column if column != "judge_score" else "judge_mean"] = float(scored.mean())
     metrics.update({**quality["counts"], **quality["usage"]})
-    metrics["opi"] = summary(rows, relation_set.labels, [cfg["metrics"]["beta"]])[0][beta_key(cfg["metrics"]["beta"])]
+    metrics["opi"] = pooled_opi(table, cfg["metrics"]["beta"])
     for record in table.to_dict("records"):
         for key, value in record.items():
             if key != "relation":

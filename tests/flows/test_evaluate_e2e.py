@@ -33,6 +33,7 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
             assert child[f"metrics.{name}"] == pytest.approx(expected[name]), name
         for record in table.to_dict("records"):
             assert child[f"metrics.opi_1.{record['relation']}"] == pytest.approx(record["opi_1"])
+        assert child["metrics.opi"] == pytest.approx(expected["opi_1"])  # headline OPI at metrics.beta = 1
         assert 0 <= child["metrics.classifier_cv_accuracy"] <= 1
         assert child["params.retriever.name"] in {"knn", "bm25"}
     assert "0 of" in log  # cold: nothing reused
