@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import pandas as pd
 
@@ -15,43 +15,61 @@ from opi.data import DataError
 from opi.llm.prompts import load_prompt
 
 SCALE = (0, 3, 7)
-SHEET_COLUMNS = ["id", "configuration", "question", "ground_truth", "generated_answer", "score"]
+SHEET_COLUMNS = ["id", "question", "ground_truth", "generated_answer", "score"]
+ANSWER_COLUMNS = ["example_id", "configuration", "question", "ground_truth", "generated_answer"]
 
 
-def export_sheet(rows: pd.DataFrame, path: str | Path) -> Path:
-    """A csv for annotators: one row per (configuration, example), the score column blank."""
-    missing = [c for c in SHEET_COLUMNS[:-1] if c not in rows]
+def annotation_sheet(answers: pd.DataFrame, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The sheet people score and the key that maps it back, from one row per (example, configuration).
+
+    The sheet is blind and short: one row per distinct answer to an example (an answer that several configurations
+    gave is scored once), shuffled, without the configuration. The key maps each sheet id to the (example,
+    configuration) pairs it stands for."""
+    missing = [c for c in ANSWER_COLUMNS if c not in answers]
     if missing:
-        raise ValueError(f"export_sheet needs columns {missing}")
-    sheet = rows[SHEET_COLUMNS[:-1]].copy()
-    sheet["score"] = ""
-    sheet.to_csv(path, index=False)
+        raise ValueError(f"annotation_sheet needs columns {missing}")
+    distinct = answers.drop_duplicates(["example_id", "generated_answer"])[ANSWER_COLUMNS[:1] + ANSWER_COLUMNS[2:]]
+    distinct = distinct.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    width = len(str(len(distinct)))
+    distinct.insert(0, "id", [f"a{i + 1:0{width}d}" for i in range(len(distinct))])
+    key = answers.merge(distinct[["id", "example_id", "generated_answer"]], on=["example_id", "generated_answer"])
+    sheet = distinct.drop(columns="example_id").assign(score="")
+    return sheet[SHEET_COLUMNS], key[["id", "example_id", "configuration"]].sort_values(["id", "configuration"])
+
+
+def export_sheet(sheet: pd.DataFrame, path: str | Path) -> Path:
+    """Write a sheet (from ``annotation_sheet``) as csv with the score column blank."""
+    sheet.assign(score="")[SHEET_COLUMNS].to_csv(path, index=False)
     return Path(path)
 
 
-def import_sheet(path: str | Path, known: pd.DataFrame) -> pd.DataFrame:
-    """Read a filled sheet back: every (id, configuration) known, each scored exactly once with 0, 3 or 7."""
+def import_sheet(path: str | Path, known_ids: Iterable[str]) -> pd.DataFrame:
+    """Read a filled sheet back: every known id scored exactly once with 0, 3 or 7; anything else names its row."""
     sheet = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for column in ("id", "configuration", "score"):
+    for column in ("id", "score"):
         if column not in sheet:
             raise DataError(f"{path}: missing column {column!r}")
-    keys = set(zip(known["id"].astype(str), known["configuration"].astype(str)))
-    seen = set()
+    known = set(known_ids)
+    seen: set[str] = set()
     scores = []
     for row_number, row in enumerate(sheet.itertuples(index=False), start=2):  # row 1 is the header
-        key = (row.id, row.configuration)
-        if key not in keys:
-            raise DataError(f"{path}, row {row_number}: unknown id {row.id!r} for configuration {row.configuration!r}")
-        if key in seen:
-            raise DataError(f"{path}, row {row_number}: id {row.id!r} scored twice for {row.configuration!r}")
-        seen.add(key)
+        if row.id not in known:
+            raise DataError(f"{path}, row {row_number}, field 'id': unknown id {row.id!r}")
+        if row.id in seen:
+            raise DataError(f"{path}, row {row_number}: id {row.id!r} scored twice")
+        seen.add(row.id)
         if row.score.strip() not in {str(s) for s in SCALE}:
             raise DataError(f"{path}, row {row_number}, field 'score': {row.score!r} is not one of 0, 3, 7")
         scores.append(int(row.score))
-    unscored = keys - seen
+    unscored = known - seen
     if unscored:
         raise DataError(f"{path}: {len(unscored)} answer(s) not scored, e.g. {sorted(unscored)[:2]}")
-    return pd.DataFrame({"id": list(sheet["id"]), "configuration": list(sheet["configuration"]), "score": scores})
+    return pd.DataFrame({"id": list(sheet["id"]), "score": scores})
+
+
+def scores_by_configuration(scores: pd.DataFrame, key: pd.DataFrame) -> pd.DataFrame:
+    """Sheet scores spread back to every (example, configuration) that gave the scored answer."""
+    return key.merge(scores, on="id", validate="many_to_one")[["example_id", "configuration", "score"]]
 
 
 def configuration_means(scores: pd.DataFrame, column: str = "score") -> pd.Series:

@@ -52,3 +52,26 @@ def places(a: pd.Series, b: pd.Series) -> pd.DataFrame:
     second = b.sort_values(ascending=False, kind="stable").index.tolist()
     return pd.DataFrame({"place": range(1, len(first) + 1), "by_" + str(a.name): first, "by_" + str(b.name): second,
                          "agree": [x == y for x, y in zip(first, second)]})
+
+
+def agreement_table(scores: pd.DataFrame, reference: str, scales: dict[str, float],
+                    edges: Sequence[float] = (1 / 3, 2 / 3)) -> pd.DataFrame:
+    """How well each score column agrees with ``reference``, one row per column.
+
+    ``scores`` has one row per (example, configuration) with a ``configuration`` column; ``scales`` gives each
+    column's maximum (7 for 0-3-7 scores, 1 for BERTSim), used to put both on [0, 1]. Rows where either score is
+    missing (an unparsable judge reply) are left out of that comparison, and counted."""
+    rows = []
+    for column, scale_max in scales.items():
+        if column == reference or column not in scores:
+            continue
+        pair = scores[["configuration", reference, column]].dropna()
+        a, b = to_unit(pair[reference], scales[reference]), to_unit(pair[column], scale_max)
+        means = pair.assign(a=a, b=b).groupby("configuration")[["a", "b"]].mean()
+        ranks = rank_agreement(means["a"], means["b"]) if len(means) >= 2 else {"spearman": np.nan, "kendall": np.nan}
+        rows.append({"metric": column, "reference": reference, **ranks,
+                     "pearson": pearson(a, b) if len(pair) >= 2 else np.nan,
+                     "average_absolute_difference": average_absolute_difference(a, b),
+                     "bracket_accuracy": bracket_accuracy(a, b, edges),
+                     "examples": len(pair), "configurations": len(means)})
+    return pd.DataFrame(rows)

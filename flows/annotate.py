@@ -1,0 +1,173 @@
+"""``opi-annotate``: people score a finished sweep's answers 0-3-7, and we measure which metric agrees with them.
+
+    opi-annotate export --out sheet.csv        # the latest sweep's answers, blind and de-duplicated
+    (people fill the score column with 0, 3 or 7)
+    opi-annotate import sheet.csv              # validate, then log the meta-evaluation to the sweep's parent run
+
+The sheet's key (which configurations gave each answer) stays with the sweep's MLflow run, so the sheet itself
+shows no configuration. Import logs, on the parent run: meta_evaluation/{agreement,by_configuration,places,
+human_scores}.csv and metrics such as human_vs_bertsim_spearman; on each child run: human_mean.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+import flows  # noqa: F401  (environment defaults before mlflow import)
+import pandas as pd
+
+from flows.entry import EXIT_USER_ERROR
+from opi.data import DataError
+
+log = logging.getLogger("opi")
+KEY_ARTIFACT = "annotation/key.csv"
+# score column in predictions.parquet -> (name in the tables, scale maximum)
+METRIC_COLUMNS = {"similarity": ("bertsim", 1.0), "correctness": ("correctness", 1.0), "judge_score": ("judge", 7.0)}
+
+
+def find_sweep(client, experiment: str, sweep: str | None) -> str:
+    """The given parent run, or the experiment's latest sweep that has child runs."""
+    if sweep:
+        client.get_run(sweep)  # a clear MLflow error for an unknown id
+        return sweep
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        raise DataError(f"no MLflow experiment {experiment!r} in this store: run a sweep first (opi-eval -m ...)")
+    for run in client.search_runs([found.experiment_id], "tags.`opi.role` = 'sweep'", order_by=["start_time DESC"]):
+        if children(client, run.info.run_id):
+            return run.info.run_id
+    raise DataError(f"experiment {experiment!r} has no finished sweep with child runs: run one with opi-eval -m ...")
+
+
+def children(client, parent: str) -> list:
+    return client.search_runs(
+        [client.get_run(parent).info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'")
+
+
+def sweep_predictions(client, parent: str) -> pd.DataFrame:
+    """Every child's predictions.parquet, one row per (example, configuration)."""
+    frames = []
+    with tempfile.TemporaryDirectory() as folder:
+        for run in children(client, parent):
+            path = client.download_artifacts(run.info.run_id, "predictions.parquet", folder)
+            frames.append(pd.read_parquet(path).assign(configuration=run.info.run_name, run_id=run.info.run_id))
+    if not frames:
+        raise DataError(f"sweep {parent} has no child runs with predictions")
+    return pd.concat(frames, ignore_index=True).rename(columns={"id": "example_id", "answer": "ground_truth"})
+
+
+def export(client, parent: str, out: Path, seed: int) -> None:
+    from opi.metrics.extrinsic import annotation_sheet, export_sheet
+
+    answers = sweep_predictions(client, parent)
+    sheet, key = annotation_sheet(answers, seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    export_sheet(sheet, out)
+    with tempfile.TemporaryDirectory() as folder:
+        key.to_csv(Path(folder) / "key.csv", index=False)
+        export_sheet(sheet, Path(folder) / "sheet.csv")
+        client.log_artifacts(parent, folder, "annotation")
+    log.info("%s: %d answers to score 0/3/7 (they stand for %d answer-configuration pairs of %d configurations); "
+             "key kept with sweep run %s", out, len(sheet), len(key), key["configuration"].nunique(), parent)
+
+
+def meta_evaluation(answers: pd.DataFrame, human: pd.DataFrame, edges: tuple[float, ...]) -> dict[str, pd.DataFrame]:
+    """The tables: agreement of every metric with people, per-configuration means, and place-by-place rankings."""
+    from opi.metrics.meta import agreement_table, places
+
+    present = {column: spec for column, spec in METRIC_COLUMNS.items() if column in answers}
+    frame = human.rename(columns={"score": "human"}).merge(
+        answers[["example_id", "configuration", *present]], on=["example_id", "configuration"], validate="one_to_one")
+    frame = frame.rename(columns={column: name for column, (name, _) in present.items()})
+    scales = {"human": 7.0, **{name: scale for name, scale in present.values()}}
+    agreement = agreement_table(frame, "human", scales, edges)
+    by_configuration = frame.groupby("configuration")[list(scales)].mean().sort_values("human", ascending=False)
+    place_table = pd.DataFrame({"place": range(1, len(by_configuration) + 1)})
+    for name in scales:
+        if name != "human":
+            view = places(by_configuration["human"], by_configuration[name])
+            place_table["by_human"] = view["by_human"]
+            place_table[f"by_{name}"], place_table[f"agree_{name}"] = view[f"by_{name}"], view["agree"]
+    return {"human_scores": frame, "agreement": agreement, "by_configuration": by_configuration.reset_index(),
+            "places": place_table}
+
+
+def import_scores(client, parent: str, sheet: Path, edges: tuple[float, ...]) -> dict[str, pd.DataFrame]:
+    from opi.metrics.extrinsic import import_sheet, scores_by_configuration
+
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            key = pd.read_csv(client.download_artifacts(parent, KEY_ARTIFACT, folder), dtype=str)
+        except Exception as err:
+            raise DataError(f"sweep run {parent} has no {KEY_ARTIFACT}: export its sheet first "
+                            f"(opi-annotate export --sweep {parent})") from err
+    human = scores_by_configuration(import_sheet(sheet, key["id"]), key)
+    answers = sweep_predictions(client, parent)
+    tables = meta_evaluation(answers, human, edges)
+    with tempfile.TemporaryDirectory() as folder:
+        for name, table in tables.items():
+            table.to_csv(Path(folder) / f"{name}.csv", index=False)
+        client.log_artifacts(parent, folder, "meta_evaluation")
+    for row in tables["agreement"].to_dict("records"):
+        for stat in ("spearman", "kendall", "pearson", "average_absolute_difference", "bracket_accuracy"):
+            if pd.notna(row[stat]):
+                client.log_metric(parent, f"human_vs_{row['metric']}_{stat}", float(row[stat]))
+    run_ids = answers.drop_duplicates("configuration").set_index("configuration")["run_id"]
+    for configuration, mean in tables["by_configuration"].set_index("configuration")["human"].items():
+        client.log_metric(run_ids[configuration], "human_mean", float(mean))
+    log.info("agreement with people (%d answers scored):\n%s\n\nby configuration:\n%s", len(human),
+             tables["agreement"].to_string(index=False, float_format="%.3f"),
+             tables["by_configuration"].to_string(index=False, float_format="%.3f"))
+    return tables
+
+
+def edges(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(edge) for edge in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated numbers, e.g. 0.3333,0.6667") from None
+    if list(values) != sorted(values) or not all(0 < v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: increasing edges strictly between 0 and 1")
+    return values
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="opi-annotate", description=__doc__.split("\n")[0])
+    parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
+    parser.add_argument("--experiment", default="opi")
+    parser.add_argument("--sweep", help="parent run id of the sweep (default: the latest sweep)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    out = commands.add_parser("export", help="write the blank annotation sheet")
+    out.add_argument("--out", type=Path, default=Path("annotation_sheet.csv"))
+    out.add_argument("--seed", type=int, default=0, help="row shuffle")
+    back = commands.add_parser("import", help="read a filled sheet and log the meta-evaluation")
+    back.add_argument("sheet", type=Path)
+    back.add_argument("--brackets", type=edges, default=edges("0.3333,0.6667"),
+                      help="bracket edges on [0, 1] for bracket accuracy (default: thirds)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    import mlflow
+
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    for noisy in ("mlflow", "alembic"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    args = parse_args(argv)
+    client = mlflow.MlflowClient(args.tracking_uri)
+    try:
+        parent = find_sweep(client, args.experiment, args.sweep)
+        if args.command == "export":
+            export(client, parent, args.out, args.seed)
+        else:
+            import_scores(client, parent, args.sheet, args.brackets)
+    except DataError as err:
+        log.error("%s", err)
+        sys.exit(EXIT_USER_ERROR)
+
+
+if __name__ == "__main__":
+    main()
