@@ -20,6 +20,7 @@ import flows  # noqa: F401  (environment defaults before mlflow import)
 import pandas as pd
 
 from flows.entry import EXIT_USER_ERROR
+from flows.report import child_predictions, find_sweep
 from opi.data import DataError
 
 log = logging.getLogger("opi")
@@ -28,34 +29,12 @@ KEY_ARTIFACT = "annotation/key.csv"
 METRIC_COLUMNS = {"similarity": ("bertsim", 1.0), "correctness": ("correctness", 1.0), "judge_score": ("judge", 7.0)}
 
 
-def find_sweep(client, experiment: str, sweep: str | None) -> str:
-    """The given parent run, or the experiment's latest sweep that has child runs."""
-    if sweep:
-        client.get_run(sweep)  # a clear MLflow error for an unknown id
-        return sweep
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
-        raise DataError(f"no MLflow experiment {experiment!r} in this store: run a sweep first (opi-eval -m ...)")
-    for run in client.search_runs([found.experiment_id], "tags.`opi.role` = 'sweep'", order_by=["start_time DESC"]):
-        if children(client, run.info.run_id):
-            return run.info.run_id
-    raise DataError(f"experiment {experiment!r} has no finished sweep with child runs: run one with opi-eval -m ...")
-
-
-def children(client, parent: str) -> list:
-    return client.search_runs(
-        [client.get_run(parent).info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'")
-
-
 def sweep_predictions(client, parent: str) -> pd.DataFrame:
     """Every child's predictions.parquet, one row per (example, configuration)."""
-    frames = []
-    with tempfile.TemporaryDirectory() as folder:
-        for run in children(client, parent):
-            path = client.download_artifacts(run.info.run_id, "predictions.parquet", folder)
-            frames.append(pd.read_parquet(path).assign(configuration=run.info.run_name, run_id=run.info.run_id))
-    if not frames:
+    runs = child_predictions(client, parent)
+    if not runs:
         raise DataError(f"sweep {parent} has no child runs with predictions")
+    frames = [frame.assign(configuration=name, run_id=run_id) for name, (run_id, frame) in runs.items()]
     return pd.concat(frames, ignore_index=True).rename(columns={"id": "example_id", "answer": "ground_truth"})
 
 

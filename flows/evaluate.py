@@ -22,6 +22,7 @@ from opi.schemas import register_configs
 
 log = logging.getLogger("opi")
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+DIAGNOSTICS = ("support_recall", "answer_found", "evidence_recall", "evidence_hit")
 DISPLAY = {"dps": "DPS", "knn": "kNN", "bm25": "BM25", "svm": "SVM", "tfidf": "TF-IDF", "mmr": "MMR", "edi": "EDI"}
 
 register_configs()
@@ -113,6 +114,7 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     from opi import pipeline
     from opi.classify import Triple
     from opi.metrics.opi import pooled_opi, summary
+    from opi.metrics.stats import confidence_intervals
     import pandas as pd
 
     relation_set, examples, pool, report = load_data(cfg)
@@ -173,6 +175,10 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
             metrics[column if column != "judge_score" else "judge_mean"] = float(scored.mean())
     metrics.update({**quality["counts"], **quality["usage"]})
     metrics["opi"] = pooled_opi(table, cfg["metrics"]["beta"])
+    bootstrap = cfg["report"]
+    for name, interval in confidence_intervals(rows, cfg["metrics"]["beta"], bootstrap["confidence"],
+                                               bootstrap["resamples"], cfg["seed"]).items():
+        metrics[f"{name}_ci_low"], metrics[f"{name}_ci_high"] = interval.low, interval.high
     for record in table.to_dict("records"):
         for key, value in record.items():
             if key != "relation":
@@ -190,6 +196,7 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
         "rows_dropped": float(sum(report.dropped.values())),
         "retrieved_sentences_mean": float(rows["retrieved_sentences"].mean()),
         "retrieved_words_mean": float(rows["retrieved_words"].mean()),
+        **{column: float(rows[column].mean()) for column in DIAGNOSTICS if rows[column].notna().any()},
         **{f"seconds_{stage}": s for stage, s in seconds.items()},
     })
     log.info("%s: %d of %d stage results reused from the cache", run_name(cfg), hits, hits + misses)

@@ -1,34 +1,73 @@
-"""The parent run's comparison table: one row per child configuration (the paper's Table 2/4 shape)."""
+"""The sweep's parent run: a comparison table when a multirun ends, and the report (``opi.report``) built from
+the children's predictions, logged under ``report/``. Also a command, for any finished sweep:
+
+    opi-report                       # the latest sweep in mlruns/mlflow.db, report logged to its parent run
+    opi-report --sweep <run id> --out report/ --resamples 5000 --alpha 0.01
+"""
 from __future__ import annotations
 
+import argparse
 import logging
+import sys
 import tempfile
 from pathlib import Path
 
+import flows  # noqa: F401  (environment defaults before mlflow import)
 import pandas as pd
 
 log = logging.getLogger("opi")
 COLUMNS = ["bertsim", "lrcr", "opi_1", "opi_1_mean", "opi_2", "opi_0_5", "cache_hits", "seconds_total"]
 
 
-def comparison_table(mlflow, parent_run_id: str) -> pd.DataFrame:
-    runs = mlflow.search_runs(filter_string=f"tags.mlflow.parentRunId = '{parent_run_id}'",
-                              search_all_experiments=True)
-    if runs.empty:
-        return pd.DataFrame()
-    table = pd.DataFrame({"configuration": runs["tags.mlflow.runName"]})
-    for column in COLUMNS:
-        key = f"metrics.{column}"
-        if key in runs:
-            table[column] = runs[key].values
-    return table.sort_values("opi_1", ascending=False).reset_index(drop=True)
+def children(client, parent: str) -> list:
+    return client.search_runs([client.get_run(parent).info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'",
+                              order_by=["attributes.start_time ASC"])
 
 
-def log_sweep_summary(mlflow, parent_run_id: str) -> None:
-    table = comparison_table(mlflow, parent_run_id)
+def child_predictions(client, parent: str) -> dict[str, tuple[str, pd.DataFrame]]:
+    """Configuration name -> (child run id, its predictions.parquet)."""
+    found = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for run in children(client, parent):
+            try:
+                path = client.download_artifacts(run.info.run_id, "predictions.parquet", folder)
+            except Exception:  # a child that failed before logging: the report covers the others and says so
+                log.warning("run %s (%s) has no predictions; left out of the report", run.info.run_id,
+                            run.info.run_name)
+                continue
+            found[run.info.run_name] = (run.info.run_id, pd.read_parquet(path))
+    return found
+
+
+def find_sweep(client, experiment: str, sweep: str | None) -> str:
+    """The given parent run, or the experiment's latest sweep that has child runs."""
+    from opi.data import DataError
+
+    if sweep:
+        client.get_run(sweep)  # a clear MLflow error for an unknown id
+        return sweep
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        raise DataError(f"no MLflow experiment {experiment!r} in this store: run a sweep first (opi-eval -m ...)")
+    for run in client.search_runs([found.experiment_id], "tags.`opi.role` = 'sweep'", order_by=["start_time DESC"]):
+        if children(client, run.info.run_id):
+            return run.info.run_id
+    raise DataError(f"experiment {experiment!r} has no finished sweep with child runs: run one with opi-eval -m ...")
+
+
+def comparison_table(client, parent_run_id: str) -> pd.DataFrame:
+    rows = []
+    for run in children(client, parent_run_id):
+        rows.append({"configuration": run.info.run_name,
+                     **{c: run.data.metrics.get(c) for c in COLUMNS if c in run.data.metrics}})
+    table = pd.DataFrame(rows)
+    return table if table.empty else table.sort_values("opi_1", ascending=False).reset_index(drop=True)
+
+
+def log_sweep_summary(client, parent_run_id: str) -> None:
+    table = comparison_table(client, parent_run_id)
     if table.empty:
         return
-    client = mlflow.MlflowClient()
     with tempfile.TemporaryDirectory() as folder:
         table.to_csv(Path(folder) / "comparison.csv", index=False)
         (Path(folder) / "comparison.txt").write_text(table.to_string(index=False, float_format="%.4f"))
@@ -36,3 +75,78 @@ def log_sweep_summary(mlflow, parent_run_id: str) -> None:
     client.log_metric(parent_run_id, "configurations", len(table))
     log.info("sweep of %d configurations, ranked by OPI-1:\n%s", len(table),
              table[["configuration", "bertsim", "lrcr", "opi_1"]].to_string(index=False, float_format="%.4f"))
+
+
+def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = None):
+    """Build the report from the children's predictions, log it under ``report/`` (and copy it to ``out``)."""
+    from opi.relations import load_relation_set
+    from opi.report import build_report
+
+    runs = child_predictions(client, parent_run_id)
+    if not runs:
+        log.warning("sweep %s: no child run has predictions, no report", parent_run_id)
+        return None
+    first_child = client.get_run(next(iter(runs.values()))[0])
+    relations = load_relation_set(first_child.data.params.get("relations.set", "paper13")).labels
+    report = build_report({name: frame for name, (_, frame) in runs.items()}, relations, settings)
+    with tempfile.TemporaryDirectory() as folder:
+        report.write(folder)
+        client.log_artifacts(parent_run_id, folder, "report")
+        if out is not None:
+            report.write(out)
+    best = report.overall.iloc[0]
+    client.log_metric(parent_run_id, f"best_{report.opi_name}", float(best[report.opi_name]))
+    client.log_metric(parent_run_id, "distinguishable_from_best",
+                      float((report.overall["verdict"] == "lower").sum()))
+    log.info("%s", report.headline().replace("**", ""))
+    return report
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from opi.schemas import ReportConfig
+
+    defaults = ReportConfig()
+    parser = argparse.ArgumentParser(prog="opi-report", description="Build the report of a finished sweep.")
+    parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
+    parser.add_argument("--experiment", default="opi")
+    parser.add_argument("--sweep", help="parent run id of the sweep (default: the latest sweep)")
+    parser.add_argument("--out", type=Path, help="also write the report to this folder")
+    parser.add_argument("--beta", type=float, default=1.0)
+    parser.add_argument("--confidence", type=float, default=defaults.confidence)
+    parser.add_argument("--resamples", type=int, default=defaults.resamples)
+    parser.add_argument("--alpha", type=float, default=defaults.alpha)
+    parser.add_argument("--permutations", type=int, default=defaults.permutations)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        ReportConfig(True, args.confidence, args.resamples, args.alpha, args.permutations)
+        if args.beta <= 0:
+            raise ValueError(f"--beta must be > 0, got {args.beta}")
+    except ValueError as err:
+        parser.error(str(err))
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    import mlflow
+
+    from flows.entry import EXIT_USER_ERROR
+    from opi.data import DataError
+    from opi.report import ReportSettings
+
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    for noisy in ("mlflow", "alembic", "matplotlib"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    args = parse_args(argv)
+    client = mlflow.MlflowClient(args.tracking_uri)
+    try:
+        parent = find_sweep(client, args.experiment, args.sweep)
+        settings = ReportSettings(args.beta, args.confidence, args.resamples, args.alpha, args.permutations, args.seed)
+        log_sweep_report(client, parent, settings, args.out)
+    except DataError as err:
+        log.error("%s", err)
+        sys.exit(EXIT_USER_ERROR)
+
+
+if __name__ == "__main__":
+    main()

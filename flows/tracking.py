@@ -104,8 +104,20 @@ class MultirunParentRun(Callback):
         if parent is None:
             return
         tracking = OmegaConf.to_container(config.tracking, resolve=True)
-        mlflow = _mlflow(tracking)
-        from flows.report import log_sweep_summary
+        client = _mlflow(tracking).MlflowClient()
+        from flows.report import log_sweep_report, log_sweep_summary
 
-        log_sweep_summary(mlflow, parent)
-        mlflow.MlflowClient().set_terminated(parent, status="FINISHED")
+        log_sweep_summary(client, parent)
+        report = OmegaConf.to_container(config.report, resolve=True)
+        if report["enabled"]:
+            from opi.report import ReportSettings
+
+            try:
+                log_sweep_report(client, parent, ReportSettings(
+                    config.metrics.beta, report["confidence"], report["resamples"], report["alpha"],
+                    report["permutations"], config.seed))
+            except Exception as err:  # the runs are logged; a report problem must not leave the parent open
+                log.warning("sweep report failed (%s: %s); rebuild it with: opi-report --sweep %s",
+                            type(err).__name__, err, parent)
+                client.set_tag(parent, "opi.report_error", f"{type(err).__name__}: {err}"[:500])
+        client.set_terminated(parent, status="FINISHED")

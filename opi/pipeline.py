@@ -14,6 +14,7 @@ import pandas as pd
 from opi.chunking import Chunk, chunk_article, document_id
 from opi.combine import reciprocal_rank_fusion, sentence_union
 from opi.data import Example
+from opi.diagnostics import diagnose
 from opi.retrievers import RETRIEVERS, Ranking, Retriever
 from opi.sentences import Sentence, expand, split_sentences
 
@@ -101,8 +102,11 @@ def sentence_texts(example: Example, articles: dict[str, Article], retrieved: Re
 
 def prediction_rows(examples: Sequence[Example], retrieved: dict[str, Retrieved], texts: Sequence[list[str]],
                     answers: Sequence[str], predicted: Sequence[str], similarities: Sequence[float]) -> pd.DataFrame:
-    """One row per example: what was retrieved, answered and classified, and the answer similarity."""
-    return pd.DataFrame({
+    """One row per example: what was retrieved (with its diagnostics), answered and classified, and the answer
+    similarity."""
+    diagnostics = pd.DataFrame([diagnose(e.answer, e.evidence, t) for e, t in zip(examples, texts)],
+                               columns=["support_recall", "answer_found", "evidence_recall", "evidence_hit"])
+    rows = pd.DataFrame({
         "id": [e.id for e in examples],
         "question": [e.question for e in examples],
         "answer": [e.answer for e in examples],
@@ -115,3 +119,6 @@ def prediction_rows(examples: Sequence[Example], retrieved: dict[str, Retrieved]
         "predicted_relation": list(predicted),
         "similarity": [float(s) for s in similarities],
     })
+    for column in diagnostics:
+        rows[column] = pd.array(diagnostics[column], dtype="Float64")  # no evidence stays missing
+    return rows

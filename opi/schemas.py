@@ -240,6 +240,22 @@ class MetricsConfig:
 
 
 @dataclass
+class ReportConfig:
+    """Uncertainty on every run (bootstrap intervals) and the sweep report on every multirun's parent run."""
+    enabled: bool = True  # build the report when a multirun ends
+    confidence: float = 0.95  # bootstrap interval level
+    resamples: int = 2000  # bootstrap resamples (examples drawn within each relation)
+    alpha: float = 0.05  # significance level of the paired permutation tests
+    permutations: int = 9999
+
+    def __post_init__(self):
+        _require(0 < self.confidence < 1, f"report.confidence must be in (0, 1), got {self.confidence}")
+        _require(0 < self.alpha < 1, f"report.alpha must be in (0, 1), got {self.alpha}")
+        _require(self.resamples >= 100, f"report.resamples must be >= 100, got {self.resamples}")
+        _require(self.permutations >= 99, f"report.permutations must be >= 99, got {self.permutations}")
+
+
+@dataclass
 class TrackingConfig:
     enabled: bool = True
     tracking_uri: str = "sqlite:///mlruns/mlflow.db"
@@ -293,6 +309,7 @@ class OPIConfig:
     classifier: ClassifierConfig = MISSING
     metrics: MetricsConfig = MISSING
     tracking: TrackingConfig = MISSING
+    report: ReportConfig = MISSING
     paths: PathsConfig = field(default_factory=PathsConfig)
     train: Optional[TrainConfig] = None  # only opi-train-classifier composes it
     seed: int = 0
@@ -308,7 +325,7 @@ def register_configs() -> None:
     for group, node in [("dataset", DatasetConfig), ("relations", RelationsConfig), ("chunking", ChunkingConfig),
                         ("embedding", EmbeddingConfig), ("combination", CombinationConfig), ("llm", LLMConfig),
                         ("classifier", ClassifierConfig), ("metrics", MetricsConfig), ("tracking", TrackingConfig),
-                        ("train", TrainConfig)]:
+                        ("report", ReportConfig), ("train", TrainConfig)]:
         cs.store(group="schema", name=group, node=node)
     for name, node in RETRIEVER_SCHEMAS.items():
         cs.store(group="schema/retriever", name=name, node=node)

@@ -13,7 +13,7 @@ from tests.cli import run_cli
 register_configs()
 CONF = Path(CONF_DIR)
 GROUPS = ["dataset", "relations", "chunking", "embedding", "retriever", "combination", "llm", "classifier",
-          "metrics", "beta", "tracking", "setup", "experiment"]
+          "metrics", "beta", "tracking", "report", "setup", "experiment"]
 # options that need a value a user must give
 REQUIRED = {
     ("dataset", "table"): ["dataset.path=some/file.jsonl"],
@@ -88,6 +88,7 @@ def test_misspelt_parameter_fails_at_compose_time():
     ("retriever.k=0", "retriever knn: k must be >= 1, got 0"),
     ("chunking.overlap=100", "chunking.overlap must be >= 0 and smaller than chunking.size"),
     ("metrics.beta=0", "metrics.beta must be > 0"),
+    ("report.alpha=1.5", "report.alpha must be in (0, 1), got 1.5"),
     ("metrics.beta=-1", "metrics.beta must be > 0"),
     ("retrievers.mmr.fetch_k=2", "fetch_k (2) must be >= k (4)"),
 ])

@@ -36,6 +36,12 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
         assert child["metrics.opi"] == pytest.approx(expected["opi_1"])  # headline OPI at metrics.beta = 1
         assert 0 <= child["metrics.classifier_cv_accuracy"] <= 1
         assert child["params.retriever.name"] in {"knn", "bm25"}
+        assert child["metrics.opi_1_ci_low"] <= child["metrics.opi_1"] <= child["metrics.opi_1_ci_high"]
+        for diagnostic in ("support_recall", "answer_found", "evidence_recall", "evidence_hit"):
+            assert child[f"metrics.{diagnostic}"] == pytest.approx(predictions[diagnostic].mean())
+    report = {a.path for a in mlflow.MlflowClient().list_artifacts(parents["run_id"].iloc[0], "report")}
+    assert {"report/report.html", "report/report.md", "report/heatmap.png", "report/bars.png",
+            "report/overall.csv", "report/strengths.csv", "report/relation_opi_1.csv"} <= report
     assert "0 of" in log  # cold: nothing reused
 
     again = run_smoke(tmp_path)

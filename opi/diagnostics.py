@@ -1,0 +1,51 @@
+"""Retrieval diagnostics per example: did the retrieved sentences hold what the answer needs?
+
+They need no reader and no relation labels, so they also judge retrieval under the offline defaults.
+- ``support_recall``: share of the ground-truth answer's content words (lower-cased word tokens outside
+  scikit-learn's English stop words) found among the retrieved sentences' words; 1.0 for an answer with none.
+- ``answer_found``: the whole ground-truth answer occurs in the retrieved text (case and spacing ignored).
+- ``evidence_hit`` / ``evidence_recall``: where the dataset gives gold evidence (verbatim sentences, or SQuAD's
+  paragraph), whether all of it / what share of it is inside the retrieved text (hit@k on the evidence);
+  missing when the example has none.
+"""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+WORD = re.compile(r"[a-z0-9]+(?:['.,][a-z0-9]+)*")
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in WORD.findall(text.lower()) if w not in ENGLISH_STOP_WORDS}
+
+
+def normalized(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def support_recall(answer: str, retrieved: Sequence[str]) -> float:
+    wanted = content_words(answer)
+    if not wanted:
+        return 1.0
+    return len(wanted & content_words(" ".join(retrieved))) / len(wanted)
+
+
+def answer_found(answer: str, retrieved: Sequence[str]) -> bool:
+    return normalized(answer) in normalized(" ".join(retrieved))
+
+
+def evidence_recall(evidence: Sequence[str], retrieved: Sequence[str]) -> float | None:
+    if not evidence:
+        return None
+    text = normalized(" ".join(retrieved))
+    return sum(normalized(piece) in text for piece in evidence) / len(evidence)
+
+
+def diagnose(answer: str, evidence: Sequence[str], retrieved: Sequence[str]) -> dict[str, float | None]:
+    recall = evidence_recall(evidence, retrieved)
+    return {"support_recall": support_recall(answer, retrieved),
+            "answer_found": float(answer_found(answer, retrieved)),
+            "evidence_recall": recall, "evidence_hit": None if recall is None else float(recall == 1.0)}

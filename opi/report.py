@@ -1,0 +1,254 @@
+"""The sweep report: the paper's tables with uncertainty, plots, and a verdict on which differences are real.
+
+Input: each configuration's per-example predictions (as ``opi.pipeline.prediction_rows`` writes them). Output
+(``SweepReport.write``): csv tables, ``heatmap.png`` (relation x configuration OPI-1), ``bars.png`` (BERTSim,
+LRCR, OPI-1 with bootstrap intervals), ``report.html`` and ``report.md``.
+
+- ``overall``: one row per configuration, best OPI-1 first, with intervals, retrieval diagnostics and the paired
+  permutation test against the best configuration (p-values adjusted for the number of comparisons with scipy's
+  Benjamini-Hochberg), verdict "best" / "not distinguishable" / "lower".
+- ``relation_<metric>``: relation x configuration (the paper's Table 2 / Table 4 shape) for bertsim, lrcr, opi_1.
+- ``answer_quality``: configurations ranked by BERTSim (and answer correctness / judge when the runs have them),
+  the shape of the paper's Table 3.
+- ``strengths``: per relation, the best configuration, its margin over the runner-up and whether that margin is
+  distinguishable from noise on that relation's examples.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from opi.metrics.opi import beta_key, summary
+from opi.metrics.stats import compare, confidence_intervals
+
+DIAGNOSTICS = ["retrieved_sentences", "retrieved_words", "support_recall", "answer_found", "evidence_hit"]
+ANSWER_SCORES = ["similarity", "correctness", "judge_score"]
+
+
+@dataclass
+class ReportSettings:
+    beta: float = 1.0
+    confidence: float = 0.95
+    resamples: int = 2000
+    alpha: float = 0.05
+    permutations: int = 9999
+    seed: int = 0
+
+
+def display(metric: str) -> str:
+    """opi_1 -> OPI-1, opi_0_5 -> OPI-0.5, bertsim -> BERTSim, lrcr -> LRCR."""
+    if metric.startswith("opi_"):
+        return "OPI-" + metric[4:].replace("_", ".")
+    return {"bertsim": "BERTSim", "lrcr": "LRCR"}.get(metric, metric)
+
+
+def kind_of(configuration: str) -> str:
+    setup = configuration.split(" | ")[0]
+    return "A-" if setup.startswith("A-") else "S-" if setup.startswith("S-") else "single"
+
+
+@dataclass
+class SweepReport:
+    overall: pd.DataFrame
+    per_relation: pd.DataFrame
+    strengths: pd.DataFrame
+    answer_quality: pd.DataFrame
+    settings: ReportSettings
+    relation_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def write(self, folder: str | Path) -> list[Path]:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        tables = {"overall": self.overall, "per_relation": self.per_relation, "strengths": self.strengths,
+                  "answer_quality": self.answer_quality,
+                  **{f"relation_{name}": table for name, table in self.relation_tables.items()}}
+        paths = []
+        for name, table in tables.items():
+            paths.append(folder / f"{name}.csv")
+            table.to_csv(paths[-1], index=name.startswith("relation_"))
+        paths += [plot_heatmap(self.relation_tables[self.opi_name], folder / "heatmap.png", self.opi_name),
+                  plot_bars(self.overall, self.opi_name, self.settings.confidence, folder / "bars.png")]
+        (folder / "report.md").write_text(self.markdown())
+        (folder / "report.html").write_text(self.html())
+        return paths + [folder / "report.md", folder / "report.html"]
+
+    @property
+    def opi_name(self) -> str:
+        return beta_key(self.settings.beta)
+
+    def headline(self) -> str:
+        s, o = self.settings, self.overall
+        best = o.iloc[0]
+        tied = o[o["verdict"] == "not distinguishable"]["configuration"].tolist()
+        text = (f"{len(o)} configurations, {int(best['n'])} examples each. Best by {display(self.opi_name)}: "
+                f"**{best['configuration']}** ({best[self.opi_name]:.3f}, {s.confidence:.0%} interval "
+                f"{best[self.opi_name + '_low']:.3f}-{best[self.opi_name + '_high']:.3f}). ")
+        if tied:
+            text += (f"Not distinguishable from it at α = {s.alpha} (paired permutation test, Benjamini-Hochberg "
+                     f"adjusted): {', '.join(tied)}.")
+        else:
+            text += f"Every other configuration is lower at α = {s.alpha}."
+        return text
+
+    def _sections(self) -> list[tuple[str, pd.DataFrame]]:
+        shown = ["configuration", "bertsim", "lrcr", self.opi_name, f"{self.opi_name}_low", f"{self.opi_name}_high",
+                 "p_adjusted", "verdict", *[c for c in DIAGNOSTICS if c in self.overall]]
+        singles = self.overall[self.overall["kind"] == "single"][shown]
+        combinations = self.overall[self.overall["kind"] != "single"][shown]
+        sections = [("Overall ranking", self.overall[shown])]
+        if len(singles) and len(combinations):
+            sections += [("Single retrievers (the paper's Table 2)", singles),
+                         ("Combinations (the paper's Table 4)", combinations)]
+        sections += [(f"{display(self.opi_name)} per relation", self.relation_tables[self.opi_name]),
+                     ("BERTSim per relation", self.relation_tables["bertsim"]),
+                     ("LRCR per relation", self.relation_tables["lrcr"]),
+                     ("Answer quality ranking (the paper's Table 3)", self.answer_quality),
+                     ("Strengths and weaknesses: best configuration per relation", self.strengths)]
+        return sections
+
+    def markdown(self) -> str:
+        parts = ["# OPI sweep report", "", self.headline(), "",
+                 "![OPI per relation](heatmap.png)", "", "![BERTSim, LRCR and OPI with intervals](bars.png)", ""]
+        for title, table in self._sections():
+            index = table.index.name is not None
+            parts += [f"## {title}", "", table.to_markdown(index=index, floatfmt=".3f"), ""]
+        return "\n".join(parts)
+
+    def html(self) -> str:
+        import html
+
+        body = [f"<h1>OPI sweep report</h1><p>{html.escape(self.headline()).replace('**', '')}</p>",
+                '<img src="heatmap.png" alt="OPI per relation" style="max-width:100%">',
+                '<img src="bars.png" alt="BERTSim, LRCR and OPI with intervals" style="max-width:100%">']
+        for title, table in self._sections():
+            body.append(f"<h2>{html.escape(title)}</h2>")
+            body.append(table.to_html(index=table.index.name is not None, float_format=lambda v: f"{v:.3f}",
+                                      border=0, classes="table"))
+        style = ("body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse}"
+                 "td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:right}")
+        return (f"<!doctype html><html><head><meta charset='utf-8'><title>OPI sweep report</title>"
+                f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
+
+
+def build_report(runs: dict[str, pd.DataFrame], relations: Sequence[str], settings: ReportSettings | None = None
+                 ) -> SweepReport:
+    """The report for configurations evaluated on the same examples (``runs``: configuration -> predictions)."""
+    s = settings or ReportSettings()
+    if not runs:
+        raise ValueError("a report needs at least one configuration")
+    key = beta_key(s.beta)
+    rows, per_relation = [], []
+    for configuration, predictions in runs.items():
+        metrics, table = summary(predictions, relations, sorted({s.beta, 1.0}))
+        intervals = confidence_intervals(predictions, s.beta, s.confidence, s.resamples, s.seed)
+        row = {"configuration": configuration, "kind": kind_of(configuration), "n": len(predictions)}
+        for name, interval in intervals.items():
+            row.update({name: interval.value, f"{name}_low": interval.low, f"{name}_high": interval.high})
+        row[f"{key}_mean"] = metrics[f"{key}_mean"]
+        for column in DIAGNOSTICS + ANSWER_SCORES[1:]:
+            if column in predictions and predictions[column].notna().any():
+                row[column] = float(pd.to_numeric(predictions[column]).mean())
+        rows.append(row)
+        per_relation.append(table.assign(configuration=configuration))
+    overall = pd.DataFrame(rows).sort_values(key, ascending=False, kind="stable").reset_index(drop=True)
+    overall = _against_best(overall, runs, s)
+    long = pd.concat(per_relation, ignore_index=True)[["configuration", "relation", "n", "bertsim", "lrcr", key]]
+    order = overall["configuration"].tolist()
+    relation_tables = {metric: long.pivot(index="relation", columns="configuration", values=metric)[order]
+                       .reindex([r for r in relations if r in set(long["relation"])])
+                       for metric in ("bertsim", "lrcr", key)}
+    return SweepReport(overall, long, _strengths(runs, long, s), _answer_quality(runs), s, relation_tables)
+
+
+def _against_best(overall: pd.DataFrame, runs: dict[str, pd.DataFrame], s: ReportSettings) -> pd.DataFrame:
+    from scipy.stats import false_discovery_control
+
+    best = overall["configuration"].iloc[0]
+    p_values = [np.nan] + [compare(runs[best], runs[c], "opi", s.beta, s.alpha, s.permutations, s.seed).p_value
+                           for c in overall["configuration"].iloc[1:]]
+    adjusted = [np.nan] + (list(false_discovery_control(p_values[1:])) if len(p_values) > 1 else [])
+    verdicts = ["best"] + ["lower" if p < s.alpha else "not distinguishable" for p in adjusted[1:]]
+    return overall.assign(p_vs_best=p_values, p_adjusted=adjusted, verdict=verdicts)
+
+
+def _strengths(runs: dict[str, pd.DataFrame], long: pd.DataFrame, s: ReportSettings) -> pd.DataFrame:
+    key = beta_key(s.beta)
+    records = []
+    for relation, group in long.groupby("relation", sort=False):
+        ranked = group.sort_values(key, ascending=False, kind="stable")
+        best = ranked.iloc[0]
+        record = {"relation": relation, "n": int(best["n"]), "best": best["configuration"], key: best[key]}
+        if len(ranked) > 1:
+            second = ranked.iloc[1]
+            of = {c: runs[c][runs[c]["relation"] == relation] for c in (best["configuration"], second["configuration"])}
+            test = compare(of[best["configuration"]], of[second["configuration"]], "opi", s.beta, s.alpha,
+                           s.permutations, s.seed)
+            record.update({"runner_up": second["configuration"], "margin": best[key] - second[key],
+                           "p_value": test.p_value,
+                           "verdict": "ahead" if test.significant else "not distinguishable"})
+        records.append(record)
+    return pd.DataFrame(records)
+
+
+def _answer_quality(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    names = {"similarity": "bertsim", "correctness": "correctness", "judge_score": "judge_mean"}
+    rows = []
+    for configuration, predictions in runs.items():
+        row = {"configuration": configuration}
+        for column, name in names.items():
+            if column in predictions and predictions[column].notna().any():
+                row[name] = float(pd.to_numeric(predictions[column]).mean())
+        rows.append(row)
+    table = pd.DataFrame(rows).sort_values("bertsim", ascending=False, kind="stable").reset_index(drop=True)
+    for name in names.values():
+        if name in table:
+            table[f"{name}_rank"] = table[name].rank(ascending=False, method="min").astype(int)
+    return table
+
+
+def plot_heatmap(table: pd.DataFrame, path: Path, metric: str = "opi_1") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    short = [c.split(" | ")[0] for c in table.columns]
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(short), 1.2 + 0.4 * len(table)))
+    image = ax.imshow(table.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(short)), short, rotation=45, ha="right")
+    ax.set_yticks(range(len(table)), table.index)
+    for (i, j), value in np.ndenumerate(table.to_numpy(dtype=float)):
+        if not np.isnan(value):
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if value < 0.5 else "black")
+    fig.colorbar(image, ax=ax, label=display(metric))
+    ax.set_title(f"{display(metric)} per relation and configuration")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_bars(overall: pd.DataFrame, opi_name: str, confidence: float, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    short = [c.split(" | ")[0] for c in overall["configuration"]]
+    fig, axes = plt.subplots(1, 3, figsize=(max(9.0, 0.9 * len(short) * 1.5), 3.8), sharey=False)
+    for ax, metric in zip(axes, ["bertsim", "lrcr", opi_name]):
+        values = overall[metric].to_numpy()
+        errors = np.vstack([values - overall[f"{metric}_low"], overall[f"{metric}_high"] - values])
+        ax.bar(range(len(short)), values, yerr=errors, capsize=3, color="#4c72b0")
+        ax.set_xticks(range(len(short)), short, rotation=60, ha="right", fontsize=8)
+        ax.set_title(f"{display(metric)} ({confidence:.0%} interval)")
+        ax.set_ylim(0, 1)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

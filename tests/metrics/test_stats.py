@@ -1,0 +1,76 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from opi.metrics.opi import summary
+from opi.metrics.stats import Scorer, compare, confidence_intervals
+
+RELATIONS = ["direct", "deductive", "fuzzy"]
+
+
+def synthetic(n_per_relation: int, similarity: float, accuracy: float, seed: int) -> pd.DataFrame:
+    """Per-example rows: similarity ~ N(similarity, 0.15) clipped to [0, 1]; correct with probability accuracy."""
+    rng = np.random.default_rng(seed)
+    relation = np.repeat(RELATIONS, n_per_relation)
+    correct = rng.random(len(relation)) < accuracy
+    return pd.DataFrame({
+        "id": [f"e{i}" for i in range(len(relation))], "relation": relation,
+        "predicted_relation": np.where(correct, relation, "adversarial"),
+        "similarity": np.clip(rng.normal(similarity, 0.15, len(relation)), 0, 1)})
+
+
+def test_scorer_on_the_data_itself_equals_the_summary():
+    rows = synthetic(7, 0.6, 0.4, seed=1).iloc[:-2]  # uneven relations
+    expected, _ = summary(rows, RELATIONS, (1.0, 2.0))
+    identity = np.arange(len(rows))
+    assert Scorer(rows)(identity, "bertsim") == pytest.approx(expected["bertsim"])
+    assert Scorer(rows)(identity, "lrcr") == pytest.approx(expected["lrcr"])
+    assert Scorer(rows)(identity, "opi") == pytest.approx(expected["opi_1"])
+    assert Scorer(rows, beta=2.0)(identity, "opi") == pytest.approx(expected["opi_2"])
+
+
+def test_interval_is_zero_width_when_every_example_scores_the_same():
+    rows = pd.DataFrame({"id": ["a", "b", "c", "d"], "relation": ["direct", "direct", "fuzzy", "fuzzy"],
+                         "predicted_relation": ["direct", "fuzzy", "fuzzy", "direct"], "similarity": [0.5] * 4})
+    intervals = confidence_intervals(rows, resamples=200)
+    assert (intervals["bertsim"].low, intervals["bertsim"].high) == pytest.approx((0.5, 0.5))
+    assert intervals["lrcr"].value == pytest.approx(0.5)  # one right in each relation
+    assert intervals["opi_1"].value == pytest.approx(0.5)  # OPI-1 of B=0.5, L=0.5
+    assert intervals["lrcr"].low <= 0.5 <= intervals["lrcr"].high and intervals["lrcr"].high > intervals["lrcr"].low
+
+
+def test_intervals_hold_the_estimate_and_shrink_as_examples_grow():
+    widths = []
+    for n in (10, 40, 160):
+        intervals = confidence_intervals(synthetic(n, 0.6, 0.4, seed=n), resamples=1000, seed=0)
+        for interval in intervals.values():
+            assert interval.low <= interval.value <= interval.high
+        widths.append(intervals["opi_1"].high - intervals["opi_1"].low)
+    assert widths[0] > widths[1] > widths[2]
+    assert widths[0] / widths[2] == pytest.approx(4, rel=0.35)  # ~ 1/sqrt(n): 16x the data, 1/4 the width
+
+
+def test_a_large_difference_is_significant_and_identical_distributions_are_not():
+    good, bad = synthetic(20, 0.8, 0.7, seed=1), synthetic(20, 0.4, 0.2, seed=2)
+    result = compare(good, bad, "opi", resamples=2000)
+    assert result.significant and result.verdict == "higher" and result.p_value < 0.001
+    assert compare(bad, good, "lrcr", resamples=2000).verdict == "lower"
+
+    twin = synthetic(20, 0.8, 0.7, seed=3)  # same distribution as good, different draw
+    result = compare(good, twin, "opi", resamples=2000)
+    assert not result.significant and result.verdict == "not distinguishable"
+
+
+def test_identical_results_differ_by_zero_and_order_of_rows_does_not_matter():
+    rows = synthetic(5, 0.6, 0.5, seed=4)
+    same = compare(rows, rows.iloc[::-1].reset_index(drop=True), "bertsim", resamples=500)
+    assert same.difference == pytest.approx(0) and same.p_value == pytest.approx(1) and not same.significant
+    with pytest.raises(ValueError, match="same examples"):
+        compare(rows, rows.iloc[1:], "bertsim")
+
+
+def test_a_single_pair_is_never_significant():
+    rows = synthetic(1, 0.6, 0.5, seed=5).iloc[:1]
+    other = rows.assign(similarity=0.0)
+    result = compare(rows, other, "bertsim")
+    assert result.difference == pytest.approx(rows["similarity"].item()) and not result.significant

@@ -1,0 +1,76 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from opi.metrics.opi import summary
+from opi.report import ReportSettings, build_report, display, kind_of
+
+RELATIONS = ["direct_matching", "deductive", "fuzzy"]
+FAST = ReportSettings(resamples=400, permutations=999)
+
+
+def predictions(similarity: float, accuracy: float, seed: int, n: int = 20) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    relation = np.repeat(RELATIONS, n)
+    correct = rng.random(len(relation)) < accuracy
+    return pd.DataFrame({
+        "id": [f"e{i}" for i in range(len(relation))], "relation": relation,
+        "predicted_relation": np.where(correct, relation, "adversarial"),
+        "similarity": np.clip(rng.normal(similarity, 0.1, len(relation)), 0, 1),
+        "retrieved_sentences": rng.integers(5, 15, len(relation)), "retrieved_words": rng.integers(100, 300, len(relation)),
+        "support_recall": rng.random(len(relation))})
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {"kNN | extractive | local-clf": predictions(0.70, 0.60, seed=1),
+            "A-Two | extractive | local-clf": predictions(0.70, 0.60, seed=2),
+            "EDI | extractive | local-clf": predictions(0.30, 0.10, seed=3)}
+
+
+def test_tables_match_direct_computation(runs):
+    report = build_report(runs, RELATIONS, FAST)
+    for row in report.overall.to_dict("records"):
+        metrics, table = summary(runs[row["configuration"]], RELATIONS)
+        for name in ("bertsim", "lrcr", "opi_1", "opi_1_mean"):
+            assert row[name] == pytest.approx(metrics[name]), name
+        assert row["opi_1_low"] <= row["opi_1"] <= row["opi_1_high"]
+        assert row["retrieved_words"] == pytest.approx(runs[row["configuration"]]["retrieved_words"].mean())
+        assert list(report.relation_tables["opi_1"][row["configuration"]]) == pytest.approx(list(table["opi_1"]))
+    assert list(report.overall["opi_1"]) == sorted(report.overall["opi_1"], reverse=True)
+    assert list(report.answer_quality["bertsim_rank"]) == [1, 2, 3]
+    assert report.overall.set_index("configuration")["kind"].to_dict() == {
+        "kNN | extractive | local-clf": "single", "A-Two | extractive | local-clf": "A-",
+        "EDI | extractive | local-clf": "single"}
+
+
+def test_verdicts_separate_a_real_gap_from_noise(runs):
+    report = build_report(runs, RELATIONS, FAST)
+    verdict = report.overall.set_index("configuration")["verdict"]
+    assert verdict["EDI | extractive | local-clf"] == "lower"
+    assert sorted(verdict[["kNN | extractive | local-clf", "A-Two | extractive | local-clf"]]) == [
+        "best", "not distinguishable"]
+    assert "EDI" not in report.headline().split("Not distinguishable")[-1]
+    strengths = report.strengths.set_index("relation")
+    for relation in RELATIONS:  # the best per relation is the arg-max of that relation's row
+        row = report.relation_tables["opi_1"].loc[relation]
+        assert strengths.loc[relation, "best"] == row.idxmax()
+        assert strengths.loc[relation, "margin"] == pytest.approx(row.max() - row.nlargest(2).iloc[1])
+
+
+def test_write_produces_the_report_files(runs, tmp_path):
+    report = build_report(runs, RELATIONS, FAST)
+    paths = report.write(tmp_path)
+    names = {p.name for p in paths}
+    assert {"overall.csv", "per_relation.csv", "strengths.csv", "answer_quality.csv", "relation_opi_1.csv",
+            "heatmap.png", "bars.png", "report.md", "report.html"} <= names
+    assert (tmp_path / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = (tmp_path / "report.html").read_text()
+    assert "<table" in html and 'src="bars.png"' in html and "A-Two | extractive | local-clf" in html
+    assert "Combinations (the paper's Table 4)" in (tmp_path / "report.md").read_text()
+    assert pd.read_csv(tmp_path / "overall.csv")["configuration"].tolist() == report.overall["configuration"].tolist()
+
+
+def test_names():
+    assert display("opi_0_5") == "OPI-0.5" and display("bertsim") == "BERTSim"
+    assert kind_of("S-Four | gpt-4o | llm-clf") == "S-"
