@@ -13,6 +13,9 @@ from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("opi")
 PARENT_ENV = "OPI_PARENT_RUN_ID"
+# MLflow 3's UI opens an experiment of unknown kind on its GenAI traces page; ours are model-evaluation runs
+KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_TAGS = {KIND_TAG: "custom_model_development"}
 SECRET_WORDS = ("api_key", "apikey", "secret", "token", "password")
 
 
@@ -43,10 +46,13 @@ def _mlflow(tracking: dict[str, Any]):
     if uri.startswith("sqlite:///"):
         Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     mlflow.set_tracking_uri(uri)
-    if mlflow.get_experiment_by_name(tracking["experiment"]) is None:
+    experiment = mlflow.get_experiment_by_name(tracking["experiment"])
+    if experiment is None:
         location = Path(tracking["artifact_location"]).resolve()
         location.mkdir(parents=True, exist_ok=True)
-        mlflow.create_experiment(tracking["experiment"], artifact_location=location.as_uri())
+        mlflow.create_experiment(tracking["experiment"], artifact_location=location.as_uri(), tags=EXPERIMENT_TAGS)
+    elif KIND_TAG not in experiment.tags:
+        mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, KIND_TAG, EXPERIMENT_TAGS[KIND_TAG])
     mlflow.set_experiment(tracking["experiment"])
     return mlflow
 

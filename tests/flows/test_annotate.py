@@ -6,24 +6,19 @@ import pytest
 from scipy.stats import spearmanr
 
 from flows.annotate import main
-from tests.cli import run_cli
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("annotate")
-    run_cli("flows.evaluate", folder, "experiment=smoke", "dataset.limit=3")
-    uri = f"sqlite:///{folder}/mlflow.db"
+def sweep(finished_sweep):
+    folder, uri, parent, _ = finished_sweep
+    client = mlflow.MlflowClient(uri)
+    frames = []
+    for run in client.search_runs([client.get_run(parent).info.experiment_id],
+                                  f"tags.mlflow.parentRunId = '{parent}'"):
+        path = client.download_artifacts(run.info.run_id, "predictions.parquet", str(folder))
+        frames.append(pd.read_parquet(path).assign(configuration=run.info.run_name, run_id=run.info.run_id))
     mlflow.set_tracking_uri(uri)
-    runs = mlflow.search_runs(experiment_names=["opi"])
-    parent = runs.loc[runs["tags.opi.role"] == "sweep", "run_id"].item()
-    children = runs[runs["tags.opi.role"] == "configuration"]
-    predictions = pd.concat(
-        pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="predictions.parquet",
-                                                            dst_path=str(folder / run_id))).assign(configuration=name,
-                                                                                             run_id=run_id)
-        for run_id, name in zip(children["run_id"], children["tags.mlflow.runName"]))
-    return folder, uri, parent, predictions
+    return folder, uri, parent, pd.concat(frames, ignore_index=True)
 
 
 def annotate(uri, *args):
