@@ -66,7 +66,8 @@ def log_run(tracking: dict[str, Any], run_name: str, config: dict[str, Any], met
     client = mlflow.MlflowClient()
     experiment_id = mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id
     parent = os.environ.get(PARENT_ENV)
-    all_tags = {**tags, **({"mlflow.parentRunId": parent} if parent else {})}
+    all_tags = {**tags, **({"mlflow.parentRunId": parent} if parent else {}),
+                **({"opi.label": tracking["label"]} if tracking.get("label") else {})}
     run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
     try:
         now = int(time.time() * 1000)
@@ -101,7 +102,8 @@ class MultirunParentRun(Callback):
         experiment = config.hydra.runtime.choices.get("experiment") or "sweep"
         experiment_id = mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id
         run = mlflow.MlflowClient().create_run(experiment_id, run_name=f"{experiment} | {overrides}"[:200],
-                                               tags={"opi.role": "sweep"})
+                                               tags={"opi.role": "sweep", **({"opi.label": tracking["label"]}
+                                                                             if tracking.get("label") else {})})
         os.environ[PARENT_ENV] = run.info.run_id
         log.info("MLflow parent run %s (experiment %s)", run.info.run_id, tracking["experiment"])
 

@@ -261,6 +261,7 @@ class TrackingConfig:
     tracking_uri: str = "sqlite:///mlruns/mlflow.db"
     artifact_location: str = "mlruns/artifacts"
     experiment: str = "opi"
+    label: Optional[str] = None  # tag opi.label on the sweep's parent and child runs (opi-nightly finds its runs by it)
 
 
 @dataclass

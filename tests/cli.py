@@ -23,8 +23,9 @@ def processes_with_env(name: str, value: str) -> list[int]:
 
 def run_cli(module: str, tmp_path: Path, *overrides: str, env: dict | None = None, cache: str = "cache",
             expect: int = 0, timeout: float = 1200) -> str:
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1", "PREFECT_HOME": str(tmp_path / "prefect"), **(env or {})}
-    environment.pop("PREFECT_API_URL", None)
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1", "PREFECT_HOME": str(tmp_path / "prefect")}
+    environment.pop("PREFECT_API_URL", None)  # a user's server is not the test's
+    environment.update(env or {})
     command = [sys.executable, "-m", module, *overrides,
                f"tracking.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
                f"tracking.artifact_location={tmp_path}/artifacts", f"paths.cache_dir={tmp_path}/{cache}",
