@@ -95,10 +95,30 @@ def _load_data(key: str):
     return relation_set, examples, pool, report
 
 
+def task_runner(orchestration: dict[str, Any]):
+    """Prefect's thread pool, or prefect-dask's runner on a local cluster or a given scheduler."""
+    if orchestration["runner"] == "threads":
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=orchestration["max_workers"])
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:
+        from opi.data import DataError
+
+        raise DataError("orchestration=dask needs prefect-dask: pip install -e '.[dask]'") from None
+    if orchestration["dask_address"]:
+        return DaskTaskRunner(address=orchestration["dask_address"])
+    return DaskTaskRunner(cluster_kwargs={"n_workers": orchestration["dask_workers"], "processes": True,
+                                         "threads_per_worker": orchestration["dask_threads_per_worker"],
+                                         "dashboard_address": None})
+
+
 def evaluate_flow(cfg: dict[str, Any]) -> dict[str, Any]:
     from prefect import flow
 
-    @flow(name="opi-evaluate", flow_run_name=run_name(cfg), validate_parameters=False)
+    @flow(name="opi-evaluate", flow_run_name=run_name(cfg), validate_parameters=False,
+          task_runner=task_runner(cfg["orchestration"]))
     def evaluate(cfg: dict[str, Any]) -> dict[str, Any]:
         return run_configuration(cfg)
 
@@ -119,25 +139,38 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
 
     relation_set, examples, pool, report = load_data(cfg)
     cache_dir, code, emb = cfg["paths"]["cache_dir"], tasks.code_version(), cfg["embedding"]
+    embedder = tasks.embedder_for(emb)  # the process's shared one (on Dask, workers have their own)
+    embedded_before = embedder.texts_embedded
     hits = misses = 0
     seconds: dict[str, float] = {}
+    # quote(): our inputs are plain data, never futures, so Prefect need not walk them (seconds per warm grid). Not on
+    # Dask, whose graphs read the annotation (a tuple) as a task.
+    wrap = quote if cfg["orchestration"]["runner"] == "threads" else (lambda value: value)
 
-    def call(stage: str, task_fn, *args):
+    def call_many(stage: str, task_fn, *calls: tuple) -> list:
+        """Submit the calls to the flow's task runner together, then collect their results in order."""
         nonlocal hits, misses
         started = time.perf_counter()
-        # quote(): our inputs are plain data, never futures, so Prefect need not walk them (seconds per warm grid)
-        state: State = tasks.cached(task_fn, cache_dir)(*map(quote, args), return_state=True)
+        futures = [tasks.cached(task_fn, cache_dir).submit(*map(wrap, args)) for args in calls]
+        results = []
+        for future in futures:
+            future.wait()
+            state: State = future.state
+            if state.name == "Cached":
+                hits += 1
+            else:
+                misses += 1
+            results.append(state.result())
         seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - started
-        if state.name == "Cached":
-            hits += 1
-        else:
-            misses += 1
-        return state.result()
+        return results
+
+    def call(stage: str, task_fn, *args):
+        return call_many(stage, task_fn, args)[0]
 
     articles = call("chunking", tasks.chunk_articles, sorted({e.context for e in pool}),
                     cfg["chunking"]["size"], cfg["chunking"]["overlap"], code)
-    member_rankings = [call("retrieval", tasks.rank, spec, examples, articles, emb, code)
-                       for spec in member_specs(cfg)]
+    member_rankings = call_many("retrieval", tasks.rank,
+                                *[(spec, examples, articles, emb, code) for spec in member_specs(cfg)])
     combination = cfg["combination"]
     retrieved = pipeline.combine(combination["mode"], member_rankings, examples, articles, combination["k"],
                                  combination["c"], combination["weights"])
@@ -193,6 +226,10 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
         metrics["unknown_relations"] = float(sum(p == "unknown" for p in predicted))
     metrics.update({
         "cache_hits": hits, "cache_misses": misses,
+        # embedding work in this job, and in this process so far (texts run through the model vs distinct texts)
+        "texts_embedded": embedder.texts_embedded - embedded_before,
+        "embedder_texts_embedded_total": embedder.texts_embedded, "embedder_unique_texts": embedder.unique_texts,
+        "embedder_texts_requested_total": embedder.texts_embedded + embedder.cache_hits,
         "rows_dropped": float(sum(report.dropped.values())),
         "retrieved_sentences_mean": float(rows["retrieved_sentences"].mean()),
         "retrieved_words_mean": float(rows["retrieved_words"].mean()),

@@ -29,10 +29,16 @@ def code_version() -> str:
 
 
 def cached(task_fn, cache_dir: str):
-    """The task with its cache and result storage under ``cache_dir``."""
+    """The task with its cache and result storage under ``cache_dir``. SERIALIZABLE with file locks: when two
+    processes (parallel sweep jobs, two sweeps) need the same result, one computes it and the other waits and reads
+    it, instead of both computing and racing to write it."""
+    from prefect.locking.filesystem import FileSystemLockManager
+
     root = Path(cache_dir).resolve()
     return task_fn.with_options(
-        cache_policy=(INPUTS + TASK_SOURCE).configure(key_storage=root / "keys"),
+        cache_policy=(INPUTS + TASK_SOURCE).configure(
+            key_storage=root / "keys", lock_manager=FileSystemLockManager(lock_files_directory=root / "locks"),
+            isolation_level="SERIALIZABLE"),
         persist_result=True, result_storage=root / "results")
 
 

@@ -85,6 +85,10 @@ class SentenceEmbedder(Embeddings):
         return unit(vectors) if (self.normalize if normalize is None else normalize) else vectors
 
     @property
+    def unique_texts(self) -> int:
+        return len(self._cache)
+
+    @property
     def dimension(self) -> int:
         return int(self._load().get_sentence_embedding_dimension())
 

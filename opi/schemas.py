@@ -256,6 +256,21 @@ class ReportConfig:
 
 
 @dataclass
+class OrchestrationConfig:
+    """Where a configuration's stage tasks run: Prefect's thread pool (default) or Dask through prefect-dask."""
+    runner: str = "threads"  # threads | dask
+    max_workers: int = 4  # threads: member rankings of a combination run side by side
+    dask_address: Optional[str] = None  # dask: a running scheduler (tcp://host:8786); unset = a local cluster
+    dask_workers: int = 2  # local cluster: worker processes
+    dask_threads_per_worker: int = 1
+
+    def __post_init__(self):
+        _require(self.runner in ("threads", "dask"), f"orchestration.runner: threads or dask, got {self.runner!r}")
+        _require(self.max_workers >= 1, f"orchestration.max_workers must be >= 1, got {self.max_workers}")
+        _require(self.dask_workers >= 1, f"orchestration.dask_workers must be >= 1, got {self.dask_workers}")
+
+
+@dataclass
 class TrackingConfig:
     enabled: bool = True
     tracking_uri: str = "sqlite:///mlruns/mlflow.db"
@@ -311,6 +326,7 @@ class OPIConfig:
     metrics: MetricsConfig = MISSING
     tracking: TrackingConfig = MISSING
     report: ReportConfig = MISSING
+    orchestration: OrchestrationConfig = MISSING
     paths: PathsConfig = field(default_factory=PathsConfig)
     train: Optional[TrainConfig] = None  # only opi-train-classifier composes it
     seed: int = 0
@@ -326,7 +342,8 @@ def register_configs() -> None:
     for group, node in [("dataset", DatasetConfig), ("relations", RelationsConfig), ("chunking", ChunkingConfig),
                         ("embedding", EmbeddingConfig), ("combination", CombinationConfig), ("llm", LLMConfig),
                         ("classifier", ClassifierConfig), ("metrics", MetricsConfig), ("tracking", TrackingConfig),
-                        ("report", ReportConfig), ("train", TrainConfig)]:
+                        ("report", ReportConfig), ("orchestration", OrchestrationConfig),
+                        ("train", TrainConfig)]:
         cs.store(group="schema", name=group, node=node)
     for name, node in RETRIEVER_SCHEMAS.items():
         cs.store(group="schema/retriever", name=name, node=node)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -38,6 +39,10 @@ def run_cli(module: str, tmp_path: Path, *overrides: str, env: dict | None = Non
                               cwd=tmp_path, stdin=subprocess.DEVNULL).returncode
     output = log_path.read_text()
     leftovers = processes_with_env("PREFECT_HOME", str(tmp_path / "prefect"))
+    deadline = time.monotonic() + 10  # children that are already exiting (Dask workers after their nanny) may finish
+    while leftovers and time.monotonic() < deadline:
+        time.sleep(0.5)
+        leftovers = processes_with_env("PREFECT_HOME", str(tmp_path / "prefect"))
     for pid in leftovers:
         os.kill(pid, 9)
     assert not leftovers, f"{module} left {len(leftovers)} process(es) running (a server it did not stop)"

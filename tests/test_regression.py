@@ -31,8 +31,7 @@ def test_numbers_only_baseline_uses_the_tolerance():
     assert "kNN: opi_1 fell 0.0500 (0.4000 -> 0.3500)" in message and "EDI: no opi_1 tonight" in message
 
 
-def rows(similarity, correct, seed=0):
-    rng = np.random.default_rng(seed)
+def rows(similarity, correct):
     n = len(similarity)
     relation = np.array(["deductive", "fuzzy"] * (n // 2))
     return pd.DataFrame({"id": [f"e{i}" for i in range(n)], "relation": relation,

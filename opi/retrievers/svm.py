@@ -1,5 +1,7 @@
 """SVM retriever, LangChain's recipe (Karpathy's): per question, a linear SVM separates the question's embedding
-(the only positive) from the chunks' embeddings, and chunks are ranked by the decision function."""
+(the only positive) from the chunks' embeddings, and chunks are ranked by the decision function. Like LangChain's
+``SVMRetriever`` (whose index is ``embed_documents`` as returned), on raw, unnormalised vectors: a benchmark
+checks that both retrieve the same chunks."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +23,8 @@ class SVMRetriever(Retriever):
         from sklearn.svm import LinearSVC
 
         embedder = self._require_embedder()
-        q = embedder.encode(questions)
-        d = embedder.encode([c.text for c in chunks])
+        q = embedder.encode(questions, normalize=False)
+        d = embedder.encode([c.text for c in chunks], normalize=False)
         rankings = []
         for query in q:
             x = np.vstack([query[None, :], d])

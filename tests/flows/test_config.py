@@ -13,7 +13,7 @@ from tests.cli import run_cli
 register_configs()
 CONF = Path(CONF_DIR)
 GROUPS = ["dataset", "relations", "chunking", "embedding", "retriever", "combination", "llm", "classifier",
-          "metrics", "beta", "tracking", "report", "setup", "experiment"]
+          "metrics", "beta", "tracking", "report", "orchestration", "setup", "experiment"]
 # options that need a value a user must give
 REQUIRED = {
     ("dataset", "table"): ["dataset.path=some/file.jsonl"],

@@ -48,3 +48,26 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
     assert "6 of 6 stage results reused from the cache" in again
     runs = mlflow.search_runs(experiment_names=["opi"])
     assert (runs[runs["tags.opi.role"] == "configuration"]["metrics.cache_hits"] == 6).sum() == 2
+
+
+
+def child_metrics(folder):
+    client = mlflow.MlflowClient(f"sqlite:///{folder}/mlflow.db")
+    experiment = client.get_experiment_by_name("opi").experiment_id
+    return {run.info.run_name: run.data.metrics
+            for run in client.search_runs([experiment], "tags.`opi.role` = 'configuration'")}
+
+
+def test_dask_runner_gives_the_metrics_of_the_default_runner(tmp_path):
+    pytest.importorskip("prefect_dask")
+    # a combination: its two member rankings are submitted together, so on Dask they run on two workers at once
+    job = ["setup=a_two", "dataset.limit=2", "classifier.folds=2"]
+    for runner in ("threads", "dask"):
+        (tmp_path / runner).mkdir()
+        log = run_cli("flows.evaluate", tmp_path / runner, *job, f"orchestration={runner}")
+        assert "0 of 7 stage results reused" in log  # cold: every stage ran on this runner
+    threads, dask = child_metrics(tmp_path / "threads"), child_metrics(tmp_path / "dask")
+    assert set(dask) == set(threads) == {"A-Two | extractive | local-clf"}
+    for name in ("bertsim", "lrcr", "opi_1", "opi_1_mean", "support_recall", "classifier_cv_accuracy"):
+        assert dask["A-Two | extractive | local-clf"][name] == pytest.approx(
+            threads["A-Two | extractive | local-clf"][name]), name
