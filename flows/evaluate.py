@@ -7,6 +7,9 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import sys
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -88,7 +91,7 @@ def _load_data(key: str):
     d = cfg["dataset"]
     common = dict(kind=d["kind"], name=d["name"], path=d["path"], columns=d["columns"], labels_path=d["labels_path"],
                   label_join=d["label_join"], hub_repo=d["hub_repo"], split=d["split"], label_set=relation_set.labels,
-                  seed=cfg["seed"], on_invalid=d["on_invalid"])
+                  seed=cfg["seed"], on_invalid=d["on_invalid"], max_context_words=d["max_context_words"])
     examples, report = load_examples(**common, relations=d["relations"], sample=d["sample"], limit=d["limit"])
     pool, _ = load_examples(**common)
     log.info("%s; evaluating %d examples", report.describe(), len(examples))
@@ -240,8 +243,17 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     return {"metrics": metrics, "predictions": rows, "per_relation": table}
 
 
+def write_atomically(path: Path, write) -> None:
+    partial = path.with_name(f".{path.name}.partial")
+    write(partial)
+    os.replace(partial, path)
+
+
 def main() -> None:
     """Console entry point."""
+    # SIGTERM (a scheduler, `kill`) ends the run like Ctrl-C does: through exit handlers, so the servers this
+    # process started are stopped and its MLflow runs closed, instead of being left behind
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     start_prefect_server_early()
     evaluate_job()
 
@@ -250,12 +262,14 @@ def main() -> None:
 def evaluate_job(cfg: DictConfig) -> float:
     started = time.perf_counter()
     config = checked(cfg)
+    run_or_explain(load_data, config)  # a data problem stops here, before Prefect and before any stage
     result = run_or_explain(evaluate_flow, config)
     metrics = result["metrics"]
     metrics["seconds_total"] = time.perf_counter() - started
     output = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
-    result["predictions"].to_parquet(output / "predictions.parquet", index=False)
-    result["per_relation"].to_csv(output / "per_relation.csv", index=False)
+    # write-then-rename: a run killed mid-write leaves no half file under a final name
+    write_atomically(output / "predictions.parquet", lambda path: result["predictions"].to_parquet(path, index=False))
+    write_atomically(output / "per_relation.csv", lambda path: result["per_relation"].to_csv(path, index=False))
     if config["tracking"]["enabled"]:
         from flows.tracking import log_run
 

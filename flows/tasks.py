@@ -7,12 +7,15 @@ TASK_SOURCE alone would not notice. Results persist under ``paths.cache_dir``; r
 from __future__ import annotations
 
 import hashlib
+import os
+import socket
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
+from prefect.locking.filesystem import FileSystemLockManager
 
 from opi import pipeline
 from opi.classify import LocalRelationClassifier, Triple, cross_fit_predict, cross_validated_accuracy
@@ -28,16 +31,57 @@ def code_version() -> str:
     return digest.hexdigest()[:16]
 
 
+class ProcessLockManager(FileSystemLockManager):
+    """Prefect's file locks, which never expire, plus the owner's host and pid beside each lock: a lock whose owner
+    process is gone (killed mid-task) is stale and broken, so a re-run resumes instead of waiting forever."""
+
+    def _owner_path(self, key: str) -> Path:
+        return self._lock_path_for_key(key).with_suffix(".owner")
+
+    def acquire_lock(self, key, holder, acquire_timeout=None, hold_timeout=None) -> bool:
+        acquired = super().acquire_lock(key, holder, acquire_timeout, hold_timeout)
+        if acquired:
+            self._owner_path(key).write_text(f"{socket.gethostname()} {os.getpid()}")
+        return acquired
+
+    def release_lock(self, key, holder) -> None:
+        owner = self._owner_path(key)
+        super().release_lock(key, holder)
+        owner.unlink(missing_ok=True)
+
+    def is_locked(self, key, use_cache=False) -> bool:
+        locked = super().is_locked(key, use_cache)
+        if locked and self._owner_gone(key):
+            self._lock_path_for_key(key).unlink(missing_ok=True)
+            self._owner_path(key).unlink(missing_ok=True)
+            self._locks.pop(key, None)
+            return False
+        return locked
+
+    def _owner_gone(self, key: str) -> bool:
+        try:
+            host, pid = self._owner_path(key).read_text().split()
+        except (OSError, ValueError):
+            return False  # no owner written yet: the lock is being taken right now
+        if host != socket.gethostname():
+            return False  # another machine's process: we cannot tell, so we wait
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
 def cached(task_fn, cache_dir: str):
     """The task with its cache and result storage under ``cache_dir``. SERIALIZABLE with file locks: when two
     processes (parallel sweep jobs, two sweeps) need the same result, one computes it and the other waits and reads
     it, instead of both computing and racing to write it."""
-    from prefect.locking.filesystem import FileSystemLockManager
-
     root = Path(cache_dir).resolve()
     return task_fn.with_options(
         cache_policy=(INPUTS + TASK_SOURCE).configure(
-            key_storage=root / "keys", lock_manager=FileSystemLockManager(lock_files_directory=root / "locks"),
+            key_storage=root / "keys", lock_manager=ProcessLockManager(lock_files_directory=root / "locks"),
             isolation_level="SERIALIZABLE"),
         persist_result=True, result_storage=root / "results")
 

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import logging
+import atexit
+import fcntl
 import os
+import socket
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,18 +47,64 @@ def _mlflow(tracking: dict[str, Any]):
     import mlflow
 
     uri = tracking["tracking_uri"]
-    if uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     mlflow.set_tracking_uri(uri)
-    experiment = mlflow.get_experiment_by_name(tracking["experiment"])
-    if experiment is None:
-        location = Path(tracking["artifact_location"]).resolve()
-        location.mkdir(parents=True, exist_ok=True)
-        mlflow.create_experiment(tracking["experiment"], artifact_location=location.as_uri(), tags=EXPERIMENT_TAGS)
-    elif KIND_TAG not in experiment.tags:
-        mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, KIND_TAG, EXPERIMENT_TAGS[KIND_TAG])
+    with store_setup_lock(uri):  # two processes creating a new SQLite store at once would race its migrations
+        experiment = mlflow.get_experiment_by_name(tracking["experiment"])
+        if experiment is None:
+            location = Path(tracking["artifact_location"]).resolve()
+            location.mkdir(parents=True, exist_ok=True)
+            mlflow.create_experiment(tracking["experiment"], artifact_location=location.as_uri(),
+                                     tags=EXPERIMENT_TAGS)
+        elif KIND_TAG not in experiment.tags:
+            mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, KIND_TAG, EXPERIMENT_TAGS[KIND_TAG])
     mlflow.set_experiment(tracking["experiment"])
+    if uri not in _ORPHANS_CHECKED:
+        _ORPHANS_CHECKED.add(uri)
+        fail_orphans(mlflow.MlflowClient(), mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id)
     return mlflow
+
+
+_ORPHANS_CHECKED: set[str] = set()
+
+
+@contextmanager
+def store_setup_lock(uri: str):
+    """An exclusive file lock beside a local SQLite store while it is created or opened (a no-op for servers)."""
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    database = Path(uri.removeprefix("sqlite:///"))
+    database.parent.mkdir(parents=True, exist_ok=True)
+    with open(database.with_name(database.name + ".setup-lock"), "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def owner_tags() -> dict[str, str]:
+    return {"opi.host": socket.gethostname(), "opi.pid": str(os.getpid())}
+
+
+def fail_orphans(client, experiment_id: str) -> None:
+    """Runs still RUNNING whose process on this machine is gone (killed, crashed) are marked FAILED, so no killed
+    sweep looks unfinished-but-alive, or successful, in the UI."""
+    for run in client.search_runs([experiment_id], "attributes.status = 'RUNNING'", max_results=1000):
+        tags = run.data.tags
+        if tags.get("opi.host") != socket.gethostname() or not tags.get("opi.pid"):
+            continue
+        try:
+            os.kill(int(tags["opi.pid"]), 0)
+            continue  # alive: another sweep in progress
+        except ProcessLookupError:
+            pass
+        except (PermissionError, ValueError):
+            continue
+        client.set_tag(run.info.run_id, "opi.orphaned", f"process {tags['opi.pid']} ended without closing this run")
+        client.set_terminated(run.info.run_id, status="FAILED")
+        log.warning("MLflow run %s (%s) was left running by a process that no longer exists: marked FAILED",
+                    run.info.run_id, run.info.run_name)
 
 
 def log_run(tracking: dict[str, Any], run_name: str, config: dict[str, Any], metrics: dict[str, float],
@@ -66,7 +116,7 @@ def log_run(tracking: dict[str, Any], run_name: str, config: dict[str, Any], met
     client = mlflow.MlflowClient()
     experiment_id = mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id
     parent = os.environ.get(PARENT_ENV)
-    all_tags = {**tags, **({"mlflow.parentRunId": parent} if parent else {}),
+    all_tags = {**tags, **owner_tags(), **({"mlflow.parentRunId": parent} if parent else {}),
                 **({"opi.label": tracking["label"]} if tracking.get("label") else {})}
     run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
     try:
@@ -90,6 +140,14 @@ def log_run(tracking: dict[str, Any], run_name: str, config: dict[str, Any], met
     return run.info.run_id
 
 
+def _close_if_open(tracking_uri: str, run_id: str) -> None:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri)
+    if client.get_run(run_id).info.status == "RUNNING":
+        client.set_terminated(run_id, status="KILLED")
+
+
 class MultirunParentRun(Callback):
     """Opens a parent MLflow run when a multirun starts; every job becomes its child; closes it at the end."""
 
@@ -102,9 +160,12 @@ class MultirunParentRun(Callback):
         experiment = config.hydra.runtime.choices.get("experiment") or "sweep"
         experiment_id = mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id
         run = mlflow.MlflowClient().create_run(experiment_id, run_name=f"{experiment} | {overrides}"[:200],
-                                               tags={"opi.role": "sweep", **({"opi.label": tracking["label"]}
-                                                                             if tracking.get("label") else {})})
+                                               tags={"opi.role": "sweep", **owner_tags(),
+                                                     **({"opi.label": tracking["label"]}
+                                                        if tracking.get("label") else {})})
         os.environ[PARENT_ENV] = run.info.run_id
+        # interrupted (Ctrl-C, an exception): the parent must not stay RUNNING; normal ends close it below first
+        atexit.register(_close_if_open, tracking["tracking_uri"], run.info.run_id)
         log.info("MLflow parent run %s (experiment %s)", run.info.run_id, tracking["experiment"])
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:

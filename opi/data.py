@@ -55,9 +55,13 @@ def _fail_or_skip(message: str, reason: str, on_invalid: str, report: LoadReport
     report.dropped[reason] += 1
 
 
+MAX_CONTEXT_WORDS = 100_000
+
+
 def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence[str] | None = None,
-             on_invalid: str = "error", require_relation: bool = False) -> tuple[list[Example], LoadReport]:
-    """Turn raw records into Examples, checking fields, labels and ids. Row numbers count from 1."""
+             on_invalid: str = "error", require_relation: bool = False,
+             max_context_words: int = MAX_CONTEXT_WORDS) -> tuple[list[Example], LoadReport]:
+    """Turn raw records into Examples, checking fields, labels, ids and sizes. Row numbers count from 1."""
     if on_invalid not in ("error", "skip"):
         raise ValueError(f"on_invalid must be 'error' or 'skip', got {on_invalid!r}")
     report = LoadReport(source)
@@ -76,6 +80,16 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
             if not isinstance(value, str) or not value.strip():
                 problem = (f"{where}, field {name!r}: empty or not text ({value!r:.40})", f"empty {name}")
                 break
+        if problem is None:
+            context_words, question_words = len(record["context"].split()), len(record["question"].split())
+            if context_words > max_context_words:
+                problem = (f"{where}, field 'context': {context_words:,} words, more than "
+                           f"dataset.max_context_words ({max_context_words:,}); split the article into several rows "
+                           f"or raise the limit", "context too long")
+            elif question_words > context_words:
+                problem = (f"{where}, field 'question': {question_words} words, longer than its context "
+                           f"({context_words}); are the columns swapped? (map them with dataset.columns)",
+                           "question longer than context")
         relation = record.get("relation")
         if problem is None and relation is None and require_relation:
             problem = (f"{where}, field 'relation': no relation label; give a label file (dataset.labels_path)",
@@ -265,7 +279,7 @@ def load_examples(kind: str = "bundled", name: str = BUNDLED, path: str | None =
                   relations: Sequence[str] | None = None, label_set: Sequence[str] | None = None,
                   sample: int | None = None, limit: int | None = None, seed: int = 0, on_invalid: str = "error",
                   require_relation: bool = True, split_per_relation: int = 10, test_fraction: float = 0.2,
-                  ) -> tuple[list[Example], LoadReport]:
+                  max_context_words: int = MAX_CONTEXT_WORDS) -> tuple[list[Example], LoadReport]:
     """Load, validate and filter one dataset as ``conf/dataset/*.yaml`` describes it.
 
     ``kind``: ``bundled`` (package data ``name``; ``split`` all/train/test through ``balanced_split``),
@@ -292,7 +306,7 @@ def load_examples(kind: str = "bundled", name: str = BUNDLED, path: str | None =
     rows = rename_columns(rows, columns, source)
     if labels_path:
         rows = join_labels(rows, labels_path, label_join)
-    examples, report = validate(rows, source, label_set, on_invalid, require_relation)
+    examples, report = validate(rows, source, label_set, on_invalid, require_relation, max_context_words)
     if kind == "bundled" and split != "all":
         train, test = balanced_split(examples, split_per_relation, test_fraction, seed)
         examples = {"train": train, "test": test}.get(split)

@@ -31,8 +31,10 @@ class DatasetConfig:
     sample: Optional[int] = None
     limit: Optional[int] = None
     on_invalid: str = "error"
+    max_context_words: int = 100_000  # longer articles are refused (a wrong column or an unsplit corpus, usually)
 
     def __post_init__(self):
+        _require(self.max_context_words > 0, f"dataset.max_context_words must be > 0, got {self.max_context_words}")
         _require(self.kind in ("bundled", "rag12000", "table", "squad"),
                  f"dataset.kind must be bundled, rag12000, table or squad, got {self.kind!r}")
         _require(self.on_invalid in ("error", "skip"), f"dataset.on_invalid must be error or skip, got {self.on_invalid!r}")
