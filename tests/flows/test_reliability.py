@@ -94,8 +94,8 @@ def test_a_killed_sweep_resumes_without_repeating_paid_calls_and_matches_an_unin
 
 def test_two_sweeps_at_once_share_the_cache_and_store(tmp_path):
     sweep = ["experiment=smoke", "dataset.limit=3", "report.enabled=false"]
-    started = [start_cli(tmp_path, *sweep, f"hydra.sweep.subdir=first-${{hydra.job.num}}"),
-               start_cli(tmp_path, *sweep, f"hydra.sweep.subdir=second-${{hydra.job.num}}")]
+    started = [start_cli(tmp_path, *sweep, "hydra.sweep.subdir=first-${hydra.job.num}"),
+               start_cli(tmp_path, *sweep, "hydra.sweep.subdir=second-${hydra.job.num}")]
     for process, log in started:
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
     parents = [r for r in runs(tmp_path) if r.data.tags.get("opi.role") == "sweep"]
