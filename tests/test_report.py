@@ -1,24 +1,16 @@
-import numpy as np
 import pandas as pd
 import pytest
 
 from opi.metrics.opi import summary
 from opi.report import ReportSettings, build_report, display, kind_of
+from tests.synthetic import prediction_rows
 
 RELATIONS = ["direct_matching", "deductive", "fuzzy"]
 FAST = ReportSettings(resamples=400, permutations=999)
 
 
 def predictions(similarity: float, accuracy: float, seed: int, n: int = 20) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    relation = np.repeat(RELATIONS, n)
-    correct = rng.random(len(relation)) < accuracy
-    return pd.DataFrame({
-        "id": [f"e{i}" for i in range(len(relation))], "relation": relation,
-        "predicted_relation": np.where(correct, relation, "adversarial"),
-        "similarity": np.clip(rng.normal(similarity, 0.1, len(relation)), 0, 1),
-        "retrieved_sentences": rng.integers(5, 15, len(relation)), "retrieved_words": rng.integers(100, 300, len(relation)),
-        "support_recall": rng.random(len(relation))})
+    return prediction_rows(n, similarity, accuracy, seed, RELATIONS, spread=0.1)
 
 
 @pytest.fixture(scope="module")

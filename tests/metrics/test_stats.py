@@ -4,19 +4,13 @@ import pytest
 
 from opi.metrics.opi import summary
 from opi.metrics.stats import Scorer, compare, confidence_intervals
+from tests.synthetic import prediction_rows
 
-RELATIONS = ["direct", "deductive", "fuzzy"]
+RELATIONS = ["direct_matching", "deductive", "fuzzy"]
 
 
 def synthetic(n_per_relation: int, similarity: float, accuracy: float, seed: int) -> pd.DataFrame:
-    """Per-example rows: similarity ~ N(similarity, 0.15) clipped to [0, 1]; correct with probability accuracy."""
-    rng = np.random.default_rng(seed)
-    relation = np.repeat(RELATIONS, n_per_relation)
-    correct = rng.random(len(relation)) < accuracy
-    return pd.DataFrame({
-        "id": [f"e{i}" for i in range(len(relation))], "relation": relation,
-        "predicted_relation": np.where(correct, relation, "adversarial"),
-        "similarity": np.clip(rng.normal(similarity, 0.15, len(relation)), 0, 1)})
+    return prediction_rows(n_per_relation, similarity, accuracy, seed, RELATIONS)
 
 
 def test_scorer_on_the_data_itself_equals_the_summary():
@@ -30,8 +24,8 @@ def test_scorer_on_the_data_itself_equals_the_summary():
 
 
 def test_interval_is_zero_width_when_every_example_scores_the_same():
-    rows = pd.DataFrame({"id": ["a", "b", "c", "d"], "relation": ["direct", "direct", "fuzzy", "fuzzy"],
-                         "predicted_relation": ["direct", "fuzzy", "fuzzy", "direct"], "similarity": [0.5] * 4})
+    rows = pd.DataFrame({"id": ["a", "b", "c", "d"], "relation": ["deductive", "deductive", "fuzzy", "fuzzy"],
+                         "predicted_relation": ["deductive", "fuzzy", "fuzzy", "deductive"], "similarity": [0.5] * 4})
     intervals = confidence_intervals(rows, resamples=200)
     assert (intervals["bertsim"].low, intervals["bertsim"].high) == pytest.approx((0.5, 0.5))
     assert intervals["lrcr"].value == pytest.approx(0.5)  # one right in each relation
