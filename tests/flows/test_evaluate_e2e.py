@@ -58,6 +58,7 @@ def child_metrics(folder):
             for run in client.search_runs([experiment], "tags.`opi.role` = 'configuration'")}
 
 
+@pytest.mark.slow
 def test_dask_runner_gives_the_metrics_of_the_default_runner(tmp_path):
     pytest.importorskip("prefect_dask")
     # a combination: its two member rankings are submitted together, so on Dask they run on two workers at once

@@ -26,6 +26,7 @@ def sweeps(tmp_path):
     return client, client.search_runs([experiment], "tags.`opi.role` = 'sweep'", order_by=["start_time ASC"])
 
 
+@pytest.mark.slow
 def test_nightly_passes_against_its_own_baseline_and_fails_a_degraded_retriever(tmp_path):
     first = nightly(tmp_path, "--promote")
     assert "no baseline yet" in first and "is now the nightly baseline" in first

@@ -49,6 +49,7 @@ def configuration_metrics(folder: Path, parent: str) -> dict[str, dict[str, floa
             for r in runs(folder) if r.data.tags.get("mlflow.parentRunId") == parent}
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_resumes_without_repeating_paid_calls_and_matches_an_uninterrupted_one(tmp_path):
     sweep = ["experiment=smoke", "dataset.limit=8", "llm=openai-compatible", "llm.model=fake",
              "llm.concurrency=1", "report.enabled=false"]
