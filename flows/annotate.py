@@ -59,7 +59,10 @@ def meta_evaluation(answers: pd.DataFrame, human: pd.DataFrame, edges: tuple[flo
 
     present = {column: spec for column, spec in METRIC_COLUMNS.items() if column in answers}
     frame = human.rename(columns={"score": "human"}).merge(
-        answers[["example_id", "configuration", *present]], on=["example_id", "configuration"], validate="one_to_one")
+        answers[["example_id", "configuration", *present]], on=["example_id", "configuration"], how="left",
+        validate="one_to_one", indicator=True)
+    if (frame.pop("_merge") != "both").any():
+        raise DataError("the annotation key names answers this sweep no longer has; export the sheet again")
     frame = frame.rename(columns={column: name for column, (name, _) in present.items()})
     scales = {"human": 7.0, **{name: scale for name, scale in present.values()}}
     agreement = agreement_table(frame, "human", scales, edges)
@@ -79,11 +82,13 @@ def import_scores(client, parent: str, sheet: Path, edges: tuple[float, ...]) ->
 
     with tempfile.TemporaryDirectory() as folder:
         try:
-            key = pd.read_csv(client.download_artifacts(parent, KEY_ARTIFACT, folder), dtype=str)
+            key = pd.read_csv(client.download_artifacts(parent, KEY_ARTIFACT, folder), dtype=str,
+                              keep_default_na=False)
         except Exception as err:
             raise DataError(f"sweep run {parent} has no {KEY_ARTIFACT}: export its sheet first "
                             f"(opi-annotate export --sweep {parent})") from err
-    human = scores_by_configuration(import_sheet(sheet, key["id"]), key)
+    answers = dict(zip(key["id"], key["generated_answer"])) if "generated_answer" in key else None
+    human = scores_by_configuration(import_sheet(sheet, key["id"], answers), key)
     answers = sweep_predictions(client, parent)
     tables = meta_evaluation(answers, human, edges)
     with tempfile.TemporaryDirectory() as folder:

@@ -92,13 +92,36 @@ def load_baseline(client, experiment_id: str, baseline: str):
     """(name, metrics, predictions or None) for 'champion', a parent run id or a json file; None if no champion."""
     from opi.regression import read_baseline_file
 
+    from mlflow.exceptions import MlflowException
+
+    from opi.data import DataError
+
     if baseline.endswith(".json"):
         return baseline, read_baseline_file(baseline), None
     run_id = champion(client, experiment_id) if baseline == CHAMPION else baseline
     if run_id is None:
         return None
+    try:
+        client.get_run(run_id)
+    except MlflowException:
+        raise DataError(f"baseline run {run_id} is not in this MLflow store: give a sweep's parent run id, "
+                        f"'champion' or a .json baseline file") from None
     metrics, rows = sweep_results(client, run_id)
+    if not metrics:
+        raise DataError(f"baseline run {run_id} has no configuration runs under it: is it a sweep's parent run?")
     return f"run {run_id}", metrics, rows
+
+
+def baseline_file_only(baseline: str):
+    """A first night on an empty store: only a baseline file can exist; a run id cannot."""
+    from opi.data import DataError
+    from opi.regression import read_baseline_file
+
+    if baseline.endswith(".json"):
+        return baseline, read_baseline_file(baseline), None
+    if baseline != CHAMPION:
+        raise DataError(f"baseline run {baseline} cannot exist: this MLflow store has no experiment yet")
+    return None
 
 
 def promote(client, experiment_id: str, parent: str) -> None:
@@ -120,11 +143,14 @@ def nightly(overrides: list[str] | None = None, baseline: str = CHAMPION, promot
     overrides = list(overrides or [])
     tracking = tracking_config(overrides)
     label = f"nightly-{uuid.uuid4().hex[:12]}"
-    run_sweep(overrides, label)
     client = mlflow.MlflowClient(tracking["tracking_uri"])
+    found = client.get_experiment_by_name(tracking["experiment"])
+    # the baseline is checked before the sweep spends anything
+    reference = load_baseline(client, found.experiment_id, baseline) if found else (
+        baseline_file_only(baseline))
+    run_sweep(overrides, label)
     experiment_id = client.get_experiment_by_name(tracking["experiment"]).experiment_id
     parent = labelled_sweep(client, experiment_id, label)
-    reference = load_baseline(client, experiment_id, baseline)
     if reference is None:
         client.set_tag(parent, "regression", "unknown")
         log.warning("no baseline yet (no run tagged %s=%s): nothing to compare with%s", CHAMPION_TAG, CHAMPION,

@@ -6,6 +6,7 @@ TASK_SOURCE alone would not notice. Results persist under ``paths.cache_dir``; r
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import socket
@@ -45,18 +46,22 @@ class ProcessLockManager(FileSystemLockManager):
         return acquired
 
     def release_lock(self, key, holder) -> None:
-        owner = self._owner_path(key)
+        if self.is_lock_holder(key, holder):  # owner first: once the lock is gone another process may take it
+            self._owner_path(key).unlink(missing_ok=True)
         super().release_lock(key, holder)
-        owner.unlink(missing_ok=True)
 
     def is_locked(self, key, use_cache=False) -> bool:
         locked = super().is_locked(key, use_cache)
-        if locked and self._owner_gone(key):
-            self._lock_path_for_key(key).unlink(missing_ok=True)
-            self._owner_path(key).unlink(missing_ok=True)
-            self._locks.pop(key, None)
-            return False
-        return locked
+        if not (locked and self._owner_gone(key)):
+            return locked
+        # several waiters may find the same dead owner: one at a time breaks it, each re-checking under the guard
+        with open(self._lock_path_for_key(key).with_suffix(".break"), "w") as guard:
+            fcntl.flock(guard, fcntl.LOCK_EX)
+            if super().is_locked(key) and self._owner_gone(key):
+                self._owner_path(key).unlink(missing_ok=True)
+                self._lock_path_for_key(key).unlink(missing_ok=True)
+                self._locks.pop(key, None)
+        return super().is_locked(key)
 
     def _owner_gone(self, key: str) -> bool:
         try:

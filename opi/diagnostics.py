@@ -3,7 +3,8 @@
 They need no reader and no relation labels, so they also judge retrieval under the offline defaults.
 - ``support_recall``: share of the ground-truth answer's content words (lower-cased word tokens outside
   scikit-learn's English stop words) found among the retrieved sentences' words; 1.0 for an answer with none.
-- ``answer_found``: the whole ground-truth answer occurs in the retrieved text (case and spacing ignored).
+- ``answer_found``: the whole ground-truth answer occurs in the retrieved text, word for word (case, spacing and
+  punctuation between words ignored).
 - ``evidence_hit`` / ``evidence_recall``: where the dataset gives gold evidence (verbatim sentences, or SQuAD's
   paragraph), whether all of it / what share of it is inside the retrieved text (hit@k on the evidence);
   missing when the example has none.
@@ -23,7 +24,9 @@ def content_words(text: str) -> set[str]:
 
 
 def normalized(text: str) -> str:
-    return " ".join(text.lower().split())
+    """Lower-cased word tokens between single spaces, padded: substring tests then match whole words only
+    ("no" is not found in "north", nor "1911" in "19110")."""
+    return " " + " ".join(WORD.findall(text.lower())) + " "
 
 
 def support_recall(answer: str, retrieved: Sequence[str]) -> float:

@@ -10,6 +10,7 @@ which fails the night like a regression; a configuration new tonight is ``new`` 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Mapping
 
@@ -90,7 +91,7 @@ def read_baseline_file(path: str | Path) -> dict[str, dict[str, float]]:
     for name, metrics in configurations.items():
         for metric in GATED:
             value = metrics.get(metric) if isinstance(metrics, dict) else None
-            if not isinstance(value, (int, float)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise DataError(f"baseline file {path}, configuration {name!r}, field {metric!r}: "
                                 f"a number is required, got {value!r}")
     return {name: {m: float(metrics[m]) for m in GATED} for name, metrics in configurations.items()}

@@ -206,7 +206,7 @@ def _answer_quality(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     table = pd.DataFrame(rows).sort_values("bertsim", ascending=False, kind="stable").reset_index(drop=True)
     for name in names.values():
         if name in table:
-            table[f"{name}_rank"] = table[name].rank(ascending=False, method="min").astype(int)
+            table[f"{name}_rank"] = table[name].rank(ascending=False, method="min").astype("Int64")  # none: <NA>
     return table
 
 

@@ -25,3 +25,9 @@ def test_answer_found_ignores_case_and_spacing_and_evidence_counts_pieces():
         "support_recall": 1.0, "answer_found": 1.0, "evidence_recall": 1.0, "evidence_hit": 1.0}
     assert diagnose("closed in 1911", evidence, RETRIEVED)["evidence_hit"] == 0.0
     assert diagnose("closed in 1911", (), RETRIEVED)["evidence_hit"] is None
+
+
+def test_matches_are_whole_words():
+    assert not answer_found("No", ["The road ran north."]) and answer_found("no", ["There was no road."])
+    assert not answer_found("1911", ["It closed in 19110."])
+    assert evidence_recall(["art"], ["The work started."]) == 0.0

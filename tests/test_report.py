@@ -30,7 +30,8 @@ def test_tables_match_direct_computation(runs):
         assert row["retrieved_words"] == pytest.approx(runs[row["configuration"]]["retrieved_words"].mean())
         assert list(report.relation_tables["opi_1"][row["configuration"]]) == pytest.approx(list(table["opi_1"]))
     assert list(report.overall["opi_1"]) == sorted(report.overall["opi_1"], reverse=True)
-    assert list(report.answer_quality["bertsim_rank"]) == [1, 2, 3]
+    by_similarity = sorted(runs, key=lambda name: -runs[name]["similarity"].mean())
+    assert list(report.answer_quality["configuration"]) == by_similarity and by_similarity[-1].startswith("EDI")
     assert report.overall.set_index("configuration")["kind"].to_dict() == {
         "kNN | extractive | local-clf": "single", "A-Two | extractive | local-clf": "A-",
         "EDI | extractive | local-clf": "single"}
@@ -42,7 +43,10 @@ def test_verdicts_separate_a_real_gap_from_noise(runs):
     assert verdict["EDI | extractive | local-clf"] == "lower"
     assert sorted(verdict[["kNN | extractive | local-clf", "A-Two | extractive | local-clf"]]) == [
         "best", "not distinguishable"]
-    assert "EDI" not in report.headline().split("Not distinguishable")[-1]
+    headline = report.headline()
+    runner_up = report.overall["configuration"].iloc[1]
+    assert "Not distinguishable" in headline and runner_up in headline.split("Not distinguishable")[1]
+    assert "EDI" not in headline.split("Not distinguishable")[1]
     strengths = report.strengths.set_index("relation")
     for relation in RELATIONS:  # the best per relation is the arg-max of that relation's row
         row = report.relation_tables["opi_1"].loc[relation]
@@ -66,3 +70,10 @@ def test_write_produces_the_report_files(runs, tmp_path):
 def test_names():
     assert display("opi_0_5") == "OPI-0.5" and display("bertsim") == "BERTSim"
     assert kind_of("S-Four | gpt-4o | llm-clf") == "S-"
+
+
+def test_a_configuration_without_judge_scores_gets_no_rank():
+    runs = {"kNN | x | y": predictions(0.7, 0.6, seed=1).assign(judge_score=7.0),
+            "BM25 | x | y": predictions(0.6, 0.6, seed=2).assign(judge_score=None)}
+    table = build_report(runs, RELATIONS, FAST).answer_quality.set_index("configuration")
+    assert table.loc["kNN | x | y", "judge_mean_rank"] == 1 and pd.isna(table.loc["BM25 | x | y", "judge_mean_rank"])

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -34,7 +34,8 @@ def annotation_sheet(answers: pd.DataFrame, seed: int = 0) -> tuple[pd.DataFrame
     distinct.insert(0, "id", [f"a{i + 1:0{width}d}" for i in range(len(distinct))])
     key = answers.merge(distinct[["id", "example_id", "generated_answer"]], on=["example_id", "generated_answer"])
     sheet = distinct.drop(columns="example_id").assign(score="")
-    return sheet[SHEET_COLUMNS], key[["id", "example_id", "configuration"]].sort_values(["id", "configuration"])
+    key = key[["id", "example_id", "configuration", "generated_answer"]].sort_values(["id", "configuration"])
+    return sheet[SHEET_COLUMNS], key
 
 
 def export_sheet(sheet: pd.DataFrame, path: str | Path) -> Path:
@@ -43,13 +44,21 @@ def export_sheet(sheet: pd.DataFrame, path: str | Path) -> Path:
     return Path(path)
 
 
-def import_sheet(path: str | Path, known_ids: Iterable[str]) -> pd.DataFrame:
-    """Read a filled sheet back: every known id scored exactly once with 0, 3 or 7; anything else names its row."""
+def import_sheet(path: str | Path, known_ids: Iterable[str], answers: Mapping[str, str] | None = None
+                 ) -> pd.DataFrame:
+    """Read a filled sheet back: every known id scored exactly once with 0, 3 or 7; anything else names its row.
+    With ``answers`` (id -> the exported answer), each row's answer must be the one exported under its id, so a
+    sheet from another export cannot be scored against this key."""
     sheet = pd.read_csv(path, dtype=str, keep_default_na=False)
     for column in ("id", "score"):
         if column not in sheet:
             raise DataError(f"{path}: missing column {column!r}")
     known = set(known_ids)
+    if answers is not None and "generated_answer" in sheet:
+        for row_number, (sheet_id, answer) in enumerate(zip(sheet["id"], sheet["generated_answer"]), start=2):
+            if sheet_id in answers and answers[sheet_id] != answer:
+                raise DataError(f"{path}, row {row_number}, field 'generated_answer': not the answer exported as "
+                                f"{sheet_id!r}; this sheet belongs to another export (export again and re-score)")
     seen: set[str] = set()
     scores = []
     for row_number, row in enumerate(sheet.itertuples(index=False), start=2):  # row 1 is the header
@@ -85,7 +94,7 @@ def parse_judgement(reply: str) -> int | None:
             value = json.loads(candidate)
         except (json.JSONDecodeError, ValueError):
             continue
-        if isinstance(value, dict) and value.get("score") in SCALE:
+        if isinstance(value, dict) and type(value.get("score")) is int and value["score"] in SCALE:
             return int(value["score"])
     return None
 

@@ -111,7 +111,8 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, metric: str = "opi", beta
         return scorer(x, metric) - scorer(y, metric)
 
     result = permutation_test((np.arange(n), np.arange(n) + n), statistic, permutation_type="samples",
-                              vectorized=True, n_resamples=resamples, random_state=seed)
+                              vectorized=True, n_resamples=resamples, random_state=seed,
+                              batch=max(1, 2_000_000 // n))  # bounded memory on large sets
     return Comparison(metric, float(result.statistic), float(result.pvalue), bool(result.pvalue < alpha))
 
 

@@ -59,7 +59,7 @@ def test_bad_data_is_named_before_any_work(tmp_path, case):
     path.write_bytes(contents if isinstance(contents, bytes) else contents.encode())
     output = run_cli("flows.evaluate", tmp_path, "dataset=table", f"dataset.path={path}", *overrides, expect=2)
     assert expected in output and "data.jsonl" in output, output[-2000:]
-    assert "stage results reused" not in output  # stopped before the first stage
+    assert not (tmp_path / "cache").exists()  # stopped before the first stage: no stage result, no lock
     no_traceback(output)
 
 

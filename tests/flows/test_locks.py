@@ -31,4 +31,4 @@ def test_a_killed_owners_lock_is_broken_and_a_live_one_is_respected(tmp_path):
     assert ours.acquire_lock("stage-key", "us", acquire_timeout=0.3)  # stale: broken, taken
     assert ours.is_lock_holder("stage-key", "us")
     ours.release_lock("stage-key", "us")
-    assert not list(tmp_path.iterdir())
+    assert not list(tmp_path.glob("*.lock")) and not list(tmp_path.glob("*.owner"))

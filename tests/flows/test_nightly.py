@@ -7,6 +7,7 @@ import sys
 import time
 
 import mlflow
+import pandas as pd
 import pytest
 
 from tests.cli import processes_with_env, run_cli
@@ -38,16 +39,22 @@ def test_nightly_passes_against_its_own_baseline_and_fails_a_degraded_retriever(
     assert "no regression against run " + champion in second
     _, runs = sweeps(tmp_path)
     assert runs[1].data.tags["regression"] == "false"
-    verdicts = client.download_artifacts(runs[1].info.run_id, "nightly/verdicts.csv", str(tmp_path))
-    assert set(open(verdicts).read().split()) >= {"configuration,metric,baseline,current,change,p_value,verdict"}
+    verdicts = pd.read_csv(client.download_artifacts(runs[1].info.run_id, "nightly/verdicts.csv", str(tmp_path)))
+    assert len(verdicts) == 6 and set(verdicts["verdict"]) == {"ok"} and (verdicts["change"] == 0).all()
 
     # the reader answers from one sentence of one chunk: answers lose most of what they needed
-    degraded = nightly(tmp_path, "retriever.k=1", "llm.n_sentences=1", expect=1)
+    degraded = nightly(tmp_path, "--promote", "retriever.k=1", "llm.n_sentences=1", expect=1)
     assert "regressed against the baseline (run " + champion in degraded
     assert "kNN | extractive | local-clf: bertsim fell" in degraded
     _, runs = sweeps(tmp_path)
     assert runs[2].data.tags["regression"] == "true"
     assert runs[0].data.tags["opi.baseline"] == "champion"  # a failing night never moves the baseline
+
+
+def test_a_baseline_that_is_not_a_sweep_stops_before_the_sweep_runs(tmp_path):
+    output = run_cli("flows.nightly", tmp_path, "run", "--baseline", "0123456789abcdef", *SET, expect=2)
+    assert "cannot exist" in output or "is not in this MLflow store" in output
+    assert "Launching" not in output  # nothing was evaluated
 
 
 def healthy(api_url: str) -> bool:

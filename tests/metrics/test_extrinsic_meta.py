@@ -93,18 +93,21 @@ def test_agreement_leaves_out_missing_scores_and_counts_them():
     (lambda s: s.iloc[:4], r"1 answer\(s\) not scored"),
     (lambda s: pd.concat([s, s.iloc[[0]]]), r"row 7: id 'a1' scored twice"),
     (lambda s: s.drop(columns="score"), r"missing column 'score'"),
+    (lambda s: s.assign(generated_answer=["G9", *s["generated_answer"][1:]]),
+     r"row 2, field 'generated_answer': not the answer exported as 'a1'; this sheet belongs to another export"),
 ])
 def test_import_rejects_bad_sheets(tmp_path, edit, message):
     sheet, key = annotation_sheet(answers())
     path = export_sheet(sheet, tmp_path / "sheet.csv")
     edit(fill(path, human_score).sort_values("id", ignore_index=True)).to_csv(path, index=False)
     with pytest.raises(DataError, match=message):
-        import_sheet(path, key["id"])
+        import_sheet(path, key["id"], dict(zip(key["id"], key["generated_answer"])))
 
 
 def test_judge_parses_the_scale_and_records_failures():
     assert parse_judgement('{"score": 3}') == 3 and parse_judgement('Sure: {"score": 7}') == 7
     assert parse_judgement('{"score": 5}') is None and parse_judgement("seven") is None
+    assert parse_judgement('{"score": false}') is None  # not a 0
 
     class Replies:
         def __init__(self, replies):
