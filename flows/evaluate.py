@@ -25,7 +25,6 @@ from opi.schemas import register_configs
 
 log = logging.getLogger("opi")
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
-DIAGNOSTICS = ("support_recall", "answer_found", "evidence_recall", "evidence_hit")
 DISPLAY = {"dps": "DPS", "knn": "kNN", "bm25": "BM25", "svm": "SVM", "tfidf": "TF-IDF", "mmr": "MMR", "edi": "EDI"}
 
 register_configs()
@@ -136,6 +135,7 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     from flows import tasks
     from opi import pipeline
     from opi.classify import Triple
+    from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS
     from opi.metrics.opi import pooled_opi, summary
     from opi.metrics.stats import confidence_intervals
     import pandas as pd
@@ -236,7 +236,7 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
         "rows_dropped": float(sum(report.dropped.values())),
         "retrieved_sentences_mean": float(rows["retrieved_sentences"].mean()),
         "retrieved_words_mean": float(rows["retrieved_words"].mean()),
-        **{column: float(rows[column].mean()) for column in DIAGNOSTICS if rows[column].notna().any()},
+        **{column: float(rows[column].mean()) for column in DIAGNOSTIC_COLUMNS if rows[column].notna().any()},
         **{f"seconds_{stage}": s for stage, s in seconds.items()},
     })
     log.info("%s: %d of %d stage results reused from the cache", run_name(cfg), hits, hits + misses)

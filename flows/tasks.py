@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
-import socket
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from prefect import task
 from prefect.cache_policies import INPUTS, TASK_SOURCE
 from prefect.locking.filesystem import FileSystemLockManager
 
+from flows.owners import gone, this_process
 from opi import pipeline
 from opi.classify import LocalRelationClassifier, Triple, cross_fit_predict, cross_validated_accuracy
 from opi.embeddings import shared_embedder
@@ -42,7 +41,7 @@ class ProcessLockManager(FileSystemLockManager):
     def acquire_lock(self, key, holder, acquire_timeout=None, hold_timeout=None) -> bool:
         acquired = super().acquire_lock(key, holder, acquire_timeout, hold_timeout)
         if acquired:
-            self._owner_path(key).write_text(f"{socket.gethostname()} {os.getpid()}")
+            self._owner_path(key).write_text(" ".join(this_process()))
         return acquired
 
     def release_lock(self, key, holder) -> None:
@@ -68,15 +67,7 @@ class ProcessLockManager(FileSystemLockManager):
             host, pid = self._owner_path(key).read_text().split()
         except (OSError, ValueError):
             return False  # no owner written yet: the lock is being taken right now
-        if host != socket.gethostname():
-            return False  # another machine's process: we cannot tell, so we wait
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
+        return gone(host, pid)
 
 
 def cached(task_fn, cache_dir: str):

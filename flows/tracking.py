@@ -1,11 +1,10 @@
 """MLflow tracking: one run per configuration, a parent run per multirun (a Hydra callback), no secrets."""
 from __future__ import annotations
 
-import logging
 import atexit
 import fcntl
+import logging
 import os
-import socket
 import tempfile
 import time
 from contextlib import contextmanager
@@ -14,6 +13,8 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
+
+from flows.owners import gone, this_process
 
 log = logging.getLogger("opi")
 PARENT_ENV = "OPI_PARENT_RUN_ID"
@@ -83,8 +84,10 @@ def store_setup_lock(uri: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def owner_tags() -> dict[str, str]:
-    return {"opi.host": socket.gethostname(), "opi.pid": str(os.getpid())}
+def run_tags(tracking: dict[str, Any]) -> dict[str, str]:
+    """Tags of every run OPI opens: its owner process (for fail_orphans) and the sweep's label, if any."""
+    host, pid = this_process()
+    return {"opi.host": host, "opi.pid": pid, **({"opi.label": tracking["label"]} if tracking.get("label") else {})}
 
 
 def fail_orphans(client, experiment_id: str) -> None:
@@ -92,15 +95,8 @@ def fail_orphans(client, experiment_id: str) -> None:
     sweep looks unfinished-but-alive, or successful, in the UI."""
     for run in client.search_runs([experiment_id], "attributes.status = 'RUNNING'", max_results=1000):
         tags = run.data.tags
-        if tags.get("opi.host") != socket.gethostname() or not tags.get("opi.pid"):
-            continue
-        try:
-            os.kill(int(tags["opi.pid"]), 0)
-            continue  # alive: another sweep in progress
-        except ProcessLookupError:
-            pass
-        except (PermissionError, ValueError):
-            continue
+        if not tags.get("opi.pid") or not gone(tags.get("opi.host", ""), tags["opi.pid"]):
+            continue  # not ours to judge, or alive: another sweep in progress
         client.set_tag(run.info.run_id, "opi.orphaned", f"process {tags['opi.pid']} ended without closing this run")
         client.set_terminated(run.info.run_id, status="FAILED")
         log.warning("MLflow run %s (%s) was left running by a process that no longer exists: marked FAILED",
@@ -116,8 +112,7 @@ def log_run(tracking: dict[str, Any], run_name: str, config: dict[str, Any], met
     client = mlflow.MlflowClient()
     experiment_id = mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id
     parent = os.environ.get(PARENT_ENV)
-    all_tags = {**tags, **owner_tags(), **({"mlflow.parentRunId": parent} if parent else {}),
-                **({"opi.label": tracking["label"]} if tracking.get("label") else {})}
+    all_tags = {**tags, **run_tags(tracking), **({"mlflow.parentRunId": parent} if parent else {})}
     run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
     try:
         now = int(time.time() * 1000)
@@ -160,9 +155,7 @@ class MultirunParentRun(Callback):
         experiment = config.hydra.runtime.choices.get("experiment") or "sweep"
         experiment_id = mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id
         run = mlflow.MlflowClient().create_run(experiment_id, run_name=f"{experiment} | {overrides}"[:200],
-                                               tags={"opi.role": "sweep", **owner_tags(),
-                                                     **({"opi.label": tracking["label"]}
-                                                        if tracking.get("label") else {})})
+                                               tags={"opi.role": "sweep", **run_tags(tracking)})
         os.environ[PARENT_ENV] = run.info.run_id
         # interrupted (Ctrl-C, an exception): the parent must not stay RUNNING; normal ends close it below first
         atexit.register(_close_if_open, tracking["tracking_uri"], run.info.run_id)

@@ -16,6 +16,7 @@ from typing import Sequence
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
+COLUMNS = ("support_recall", "answer_found", "evidence_recall", "evidence_hit")  # what ``diagnose`` returns
 WORD = re.compile(r"[a-z0-9]+(?:['.,][a-z0-9]+)*")
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 from opi.chunking import Chunk, chunk_article, document_id
 from opi.combine import reciprocal_rank_fusion, sentence_union
 from opi.data import Example
-from opi.diagnostics import diagnose
+from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS, diagnose
 from opi.retrievers import RETRIEVERS, Ranking, Retriever
 from opi.sentences import Sentence, expand, split_sentences
 
@@ -105,7 +105,7 @@ def prediction_rows(examples: Sequence[Example], retrieved: dict[str, Retrieved]
     """One row per example: what was retrieved (with its diagnostics), answered and classified, and the answer
     similarity."""
     diagnostics = pd.DataFrame([diagnose(e.answer, e.evidence, t) for e, t in zip(examples, texts)],
-                               columns=["support_recall", "answer_found", "evidence_recall", "evidence_hit"])
+                               columns=list(DIAGNOSTIC_COLUMNS))
     rows = pd.DataFrame({
         "id": [e.id for e in examples],
         "question": [e.question for e in examples],
