@@ -19,7 +19,7 @@ from pathlib import Path
 import flows  # noqa: F401  (environment defaults before mlflow import)
 import pandas as pd
 
-from flows.entry import EXIT_USER_ERROR
+from flows.entry import EXIT_USER_ERROR, add_store_arguments, console_logging
 from flows.report import child_predictions, find_sweep
 from opi.data import DataError
 
@@ -120,8 +120,7 @@ def edges(text: str) -> tuple[float, ...]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="opi-annotate", description=__doc__.split("\n")[0])
-    parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
-    parser.add_argument("--experiment", default="opi")
+    add_store_arguments(parser)
     parser.add_argument("--sweep", help="parent run id of the sweep (default: the latest sweep)")
     commands = parser.add_subparsers(dest="command", required=True)
     out = commands.add_parser("export", help="write the blank annotation sheet")
@@ -137,9 +136,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     import mlflow
 
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    for noisy in ("mlflow", "alembic"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    console_logging()
     args = parse_args(argv)
     client = mlflow.MlflowClient(args.tracking_uri)
     try:

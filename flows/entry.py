@@ -13,6 +13,22 @@ log = logging.getLogger("opi")
 EXIT_USER_ERROR = 2
 
 
+def console_logging(*noisy: str) -> None:
+    """Logging for the argparse commands (opi-annotate, opi-report, opi-nightly): OPI's messages at INFO, also
+    where Prefect has configured the root logger first (its handler then prints them); ``noisy`` libraries at
+    WARNING."""
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    log.setLevel(logging.INFO)
+    for name in ("mlflow", "alembic", *noisy):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def add_store_arguments(parser) -> None:
+    """Where the MLflow runs are: the same defaults as conf/tracking/local.yaml."""
+    parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
+    parser.add_argument("--experiment", default="opi")
+
+
 def checked(cfg: DictConfig) -> dict[str, Any]:
     """The resolved config as plain data, after the schemas' range checks (exit 2 with the reason otherwise)."""
     try:

@@ -88,19 +88,24 @@ def champion(client, experiment_id: str) -> str | None:
     return runs[0].info.run_id if runs else None
 
 
-def load_baseline(client, experiment_id: str, baseline: str):
-    """(name, metrics, predictions or None) for 'champion', a parent run id or a json file; None if no champion."""
-    from opi.regression import read_baseline_file
-
+def load_baseline(client, experiment_id: str | None, baseline: str):
+    """(name, metrics, predictions or None) for 'champion', a parent run id or a json file; None if no champion.
+    ``experiment_id`` is None on a first night, when the store has no experiment (and so no run) yet."""
     from mlflow.exceptions import MlflowException
 
     from opi.data import DataError
+    from opi.regression import read_baseline_file
 
     if baseline.endswith(".json"):
         return baseline, read_baseline_file(baseline), None
-    run_id = champion(client, experiment_id) if baseline == CHAMPION else baseline
-    if run_id is None:
-        return None
+    if baseline == CHAMPION:
+        run_id = champion(client, experiment_id) if experiment_id else None
+        if run_id is None:
+            return None
+    elif experiment_id is None:
+        raise DataError(f"baseline run {baseline} cannot exist: this MLflow store has no experiment yet")
+    else:
+        run_id = baseline
     try:
         client.get_run(run_id)
     except MlflowException:
@@ -110,18 +115,6 @@ def load_baseline(client, experiment_id: str, baseline: str):
     if not metrics:
         raise DataError(f"baseline run {run_id} has no configuration runs under it: is it a sweep's parent run?")
     return f"run {run_id}", metrics, rows
-
-
-def baseline_file_only(baseline: str):
-    """A first night on an empty store: only a baseline file can exist; a run id cannot."""
-    from opi.data import DataError
-    from opi.regression import read_baseline_file
-
-    if baseline.endswith(".json"):
-        return baseline, read_baseline_file(baseline), None
-    if baseline != CHAMPION:
-        raise DataError(f"baseline run {baseline} cannot exist: this MLflow store has no experiment yet")
-    return None
 
 
 def promote(client, experiment_id: str, parent: str) -> None:
@@ -146,8 +139,7 @@ def nightly(overrides: list[str] | None = None, baseline: str = CHAMPION, promot
     client = mlflow.MlflowClient(tracking["tracking_uri"])
     found = client.get_experiment_by_name(tracking["experiment"])
     # the baseline is checked before the sweep spends anything
-    reference = load_baseline(client, found.experiment_id, baseline) if found else (
-        baseline_file_only(baseline))
+    reference = load_baseline(client, found.experiment_id if found else None, baseline)
     run_sweep(overrides, label)
     experiment_id = client.get_experiment_by_name(tracking["experiment"]).experiment_id
     parent = labelled_sweep(client, experiment_id, label)
@@ -179,6 +171,8 @@ def nightly(overrides: list[str] | None = None, baseline: str = CHAMPION, promot
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from flows.entry import add_store_arguments
+
     parser = argparse.ArgumentParser(prog="opi-nightly", description="Nightly regression evaluation.")
     commands = parser.add_subparsers(dest="command", required=True)
     for name in ("run", "serve"):
@@ -198,24 +192,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     export.add_argument("--sweep", help="parent run id (default: the champion)")
     export.add_argument("--out", type=Path, required=True)
     for sub in (move, export):
-        sub.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
-        sub.add_argument("--experiment", default="opi")
+        add_store_arguments(sub)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
-    from flows.entry import EXIT_USER_ERROR
+    from flows.entry import EXIT_USER_ERROR, console_logging
     from flows.prefect_runtime import run_flow
     from opi.data import DataError
 
-    # our own handler: Prefect's logging setup (at its import) would otherwise hold "opi" to PREFECT_LOGGING_LEVEL
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
-    for noisy in ("mlflow", "alembic", "httpx"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    console_logging("httpx")
     args = parse_args(argv)
     try:
         if args.command == "run":

@@ -103,12 +103,12 @@ def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = No
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from flows.entry import add_store_arguments
     from opi.schemas import ReportConfig
 
     defaults = ReportConfig()
     parser = argparse.ArgumentParser(prog="opi-report", description="Build the report of a finished sweep.")
-    parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
-    parser.add_argument("--experiment", default="opi")
+    add_store_arguments(parser)
     parser.add_argument("--sweep", help="parent run id of the sweep (default: the latest sweep)")
     parser.add_argument("--out", type=Path, help="also write the report to this folder")
     parser.add_argument("--beta", type=float, default=1.0)
@@ -130,13 +130,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     import mlflow
 
-    from flows.entry import EXIT_USER_ERROR
+    from flows.entry import EXIT_USER_ERROR, console_logging
     from opi.data import DataError
     from opi.report import ReportSettings
 
-    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
-    for noisy in ("mlflow", "alembic", "matplotlib"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    console_logging("matplotlib")
     args = parse_args(argv)
     client = mlflow.MlflowClient(args.tracking_uri)
     try:
