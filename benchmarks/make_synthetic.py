@@ -4,9 +4,17 @@ bundled articles, for scale benchmarks. Not for quality claims: the questions ar
 How: every sentence of every bundled article (pySBD) becomes the answer to questions built from its content words
 with 20 templates ("What does the article say about X and Y?", "Which passage mentions X?", ...), X and Y drawn
 (seeded) from the sentence's longer content words; the bundled examples' own questions are added as written.
-Rows are drawn without replacement from that pool (about 15,500 distinct questions) and written as parquet.
+Rows are drawn without replacement from that pool (about 15,500 distinct questions) and written as parquet, with a
+`relation` column: the bundled questions keep their gold relation, the templated ones are direct matching (each asks
+for what one sentence says).
+
+With --distinct-articles every templated row gets an article of its own, as in RAG-Dataset-12000: its source article
+with one paragraph that does not hold the answer dropped and one paragraph of another article inserted (seeded), so
+chunks differ from row to row while sentences repeat. The model work per row is then close to the real dataset's
+(distinct chunks and questions), but below it (the real articles' sentences are distinct too).
 
     python benchmarks/make_synthetic.py --rows 12000 --out synthetic-12000.parquet
+    python benchmarks/make_synthetic.py --rows 2400 --distinct-articles --out synthetic-2400.parquet
 """
 from __future__ import annotations
 
@@ -30,7 +38,18 @@ TEMPLATES = [
 ]
 
 
-def generate(rows: int, seed: int = 0):
+def variant(context: str, answer: str, paragraphs: list[str], rng: random.Random) -> str:
+    """The article with one paragraph not holding the answer swapped out for a paragraph from elsewhere."""
+    own = context.split("\n\n")
+    droppable = [i for i, p in enumerate(own) if answer not in p]
+    if droppable:
+        del own[rng.choice(droppable)]
+    foreign = rng.choice([p for p in paragraphs if p not in own])
+    own.insert(rng.randrange(len(own) + 1), foreign)
+    return "\n\n".join(own)
+
+
+def generate(rows: int, seed: int = 0, distinct_articles: bool = False):
     import pandas as pd
 
     from opi.data import load_examples
@@ -39,20 +58,30 @@ def generate(rows: int, seed: int = 0):
 
     examples, _ = load_examples(kind="bundled")
     rng = random.Random(seed)
-    pool = [(e.context, e.question, e.answer) for e in examples]
+    pool = [(e.context, e.question, e.answer, e.relation) for e in examples]
     for context in dict.fromkeys(e.context for e in examples):
         for sentence in split_sentences(context):
-            words = sorted((w for w in content_words(sentence.text) if len(w) > 3 and w.isalpha()), key=len)[-6:]
+            words = sorted((w for w in content_words(sentence.text) if len(w) > 3 and w.isalpha()),
+                           key=lambda w: (len(w), w))[-6:]  # ties by spelling: sets have no stable order
             if len(words) < 2:
                 continue
             for template in TEMPLATES:
                 a, b = rng.sample(words, 2)
-                pool.append((context, template.format(a=a, b=b), sentence.text))
+                pool.append((context, template.format(a=a, b=b), sentence.text, "direct_matching"))
     pool = list(dict.fromkeys(pool))
     if rows > len(pool):
         raise SystemExit(f"only {len(pool)} distinct rows can be made; ask for fewer")
     chosen = rng.sample(pool, rows)
-    return pd.DataFrame(chosen, columns=["context", "question", "answer"])
+    if distinct_articles:
+        paragraphs = list(dict.fromkeys(p for e in examples for p in e.context.split("\n\n")))
+        bundled, seen, varied = {e.question for e in examples}, set(), []
+        for context, question, answer, relation in chosen:
+            while question not in bundled and context in seen:
+                context = variant(context, answer, paragraphs, rng)
+            seen.add(context)
+            varied.append((context, question, answer, relation))
+        chosen = varied
+    return pd.DataFrame(chosen, columns=["context", "question", "answer", "relation"])
 
 
 def main() -> None:
@@ -60,8 +89,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=12000)
     parser.add_argument("--out", type=Path, default=Path("synthetic-12000.parquet"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--distinct-articles", action="store_true", help="an article of its own for every row")
     args = parser.parse_args()
-    frame = generate(args.rows, args.seed)
+    frame = generate(args.rows, args.seed, args.distinct_articles)
     frame.to_parquet(args.out, index=False)
     print(f"{args.out}: {len(frame)} rows, {frame['context'].nunique()} articles, "
           f"{frame['question'].nunique()} distinct questions, {frame['answer'].nunique()} distinct answers")

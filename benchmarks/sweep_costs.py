@@ -6,7 +6,11 @@
 5. orchestration overhead: the cold sweep through opi-eval (Hydra + Prefect + MLflow) vs the same stage functions
    called in a plain loop in one process, with the same stage sharing (report off in both).
 
-    python benchmarks/sweep_costs.py [--examples N]
+    python benchmarks/sweep_costs.py [--examples N]     # the bundled set (or its first N examples)
+    python benchmarks/sweep_costs.py --rows 2400        # RAG-Dataset-12000's test-split size, synthetic rows
+                                                        # with an article each (make_synthetic.py --distinct-articles)
+
+The report is off in all of them (the plain loop builds none).
 """
 from __future__ import annotations
 
@@ -25,11 +29,20 @@ import flows  # noqa: E402,F401
 SETUPS = "dps,knn,bm25,svm,tfidf,mmr,edi,a_seven,a_four,a_two,s_seven,s_four,s_two"
 
 
-def sweep(folder: Path, limit: int | None) -> float:
+def dataset_overrides(folder: Path, limit: int | None, rows: int | None) -> list[str]:
+    if rows is None:
+        return [f"dataset.limit={limit}"] if limit else []
+    data = folder / f"synthetic-{rows}.parquet"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_synthetic.py"), "--rows", str(rows),
+                    "--distinct-articles", "--out", str(data)], check=True)
+    return ["dataset=table", f"dataset.path={data}", f"dataset.name=synthetic-{rows}"]
+
+
+def sweep(folder: Path, data: list[str]) -> float:
     command = [sys.executable, "-m", "flows.evaluate", "experiment=paper_grid", "report.enabled=false",
                f"tracking.tracking_uri=sqlite:///{folder}/mlflow.db", f"tracking.artifact_location={folder}/artifacts",
                f"paths.cache_dir={folder}/cache", f"paths.llm_cache={folder}/llm.sqlite",
-               f"hydra.sweep.dir={folder}/multirun"] + ([f"dataset.limit={limit}"] if limit else [])
+               f"hydra.sweep.dir={folder}/multirun"] + data
     started = time.perf_counter()
     subprocess.run(command, check=True, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env={**os.environ, "PREFECT_HOME": str(folder / "prefect")})
@@ -45,29 +58,24 @@ def last_sweep_children(folder: Path) -> list:
     return children(client, find_sweep(client, "opi", None))
 
 
-def plain_loop(limit: int | None) -> float:
+def plain_loop(data: list[str]) -> float:
     """The stage functions of flows.evaluate.run_configuration, no Hydra/Prefect/MLflow, same sharing of results."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from flows import tasks
-    from flows.evaluate import CONF_DIR, member_specs
+    from flows.evaluate import CONF_DIR, load_data, member_specs
     from opi import pipeline
     from opi.classify import Triple
-    from opi.data import load_examples
     from opi.metrics.opi import summary
     from opi.metrics.stats import confidence_intervals
-    from opi.relations import load_relation_set
     from opi.schemas import register_configs
 
     started = time.perf_counter()
     register_configs()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        configs = [OmegaConf.to_container(compose("config", overrides=[f"setup={s}"]), resolve=True)
+        configs = [OmegaConf.to_container(compose("config", overrides=[f"setup={s}", *data]), resolve=True)
                    for s in SETUPS.split(",")]
-    labels = load_relation_set().labels
-    examples, _ = load_examples(kind="bundled", limit=limit)
-    pool, _ = load_examples(kind="bundled")
     memo: dict = {}
 
     def once(key, fn, *args):
@@ -77,8 +85,9 @@ def plain_loop(limit: int | None) -> float:
 
     code = tasks.code_version()
     for cfg in configs:
-        emb = cfg["embedding"]
-        articles = once("articles", tasks.chunk_articles.fn, sorted({e.context for e in pool}), 100, 20, code)
+        d, emb = load_data(cfg), cfg["embedding"]
+        examples, labels = d.examples, d.relation_set.labels
+        articles = once("articles", tasks.chunk_articles.fn, d.contexts, 100, 20, code)
         rankings = [once(("rank", repr(spec)), tasks.rank.fn, spec, examples, articles, emb, code)
                     for spec in member_specs(cfg)]
         c = cfg["combination"]
@@ -86,13 +95,12 @@ def plain_loop(limit: int | None) -> float:
         texts = [pipeline.sentence_texts(e, articles, retrieved[e.id]) for e in examples]
         answers = once(("answer", repr(texts)), tasks.answer.fn, cfg["llm"], [e.question for e in examples], texts,
                        emb, "", code)["answers"]
-        pool_triples = [Triple(e.context, e.question, e.answer) for e in pool]
         apply = [Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)]
-        predicted = once(("classify", repr(apply)), tasks.classify.fn, cfg["classifier"], cfg["llm"],
-                         [e.id for e in pool], pool_triples, [e.relation for e in pool], [e.id for e in examples],
-                         apply, emb, "paper13", 0, "", code)["predicted"]
-        once("accuracy", tasks.classifier_accuracy.fn, cfg["classifier"], [e.id for e in pool], pool_triples,
-             [e.relation for e in pool], emb, 0, code)
+        predicted = once(("classify", repr(apply)), tasks.classify.fn, cfg["classifier"], cfg["llm"], d.pool_ids,
+                         d.pool_triples, d.pool_labels, [e.id for e in examples], apply, emb, "paper13", 0, "",
+                         code)["predicted"]
+        once("accuracy", tasks.classifier_accuracy.fn, cfg["classifier"], d.pool_ids, d.pool_triples, d.pool_labels,
+             emb, 0, code)
         similarities = once(("similarity", repr(answers)), tasks.answer_similarity.fn, [e.answer for e in examples],
                             answers, emb, code)
         rows = pipeline.prediction_rows(examples, retrieved, texts, answers, predicted, similarities)
@@ -103,19 +111,22 @@ def plain_loop(limit: int | None) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--examples", type=int, default=None)
+    parser.add_argument("--examples", type=int, default=None, help="the bundled set's first N examples")
+    parser.add_argument("--rows", type=int, default=None, help="N synthetic rows with an article each instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
-        cold = sweep(folder, args.examples)
+        data = dataset_overrides(folder, args.examples, args.rows)
+        cold = sweep(folder, data)
         cold_runs = last_sweep_children(folder)
-        warm = sweep(folder, args.examples)
+        warm = sweep(folder, data)
         warm_runs = last_sweep_children(folder)
+        plain = plain_loop(data)
     totals = max(cold_runs, key=lambda r: r.data.metrics["embedder_texts_embedded_total"]).data.metrics
     warm_embedded = sum(r.data.metrics["texts_embedded"] for r in warm_runs)
     warm_llm = sum(v for r in warm_runs for k, v in r.data.metrics.items() if k.endswith("http_requests"))
-    plain = plain_loop(args.examples)
-    print(f"paper grid, {len(cold_runs)} configurations, offline defaults")
+    dataset = f"{args.rows} synthetic rows, an article each" if args.rows else "bundled set"
+    print(f"paper grid, {len(cold_runs)} configurations, {dataset}, offline defaults, report off")
     print("2. cold vs warm")
     print(f"   cold {cold:7.1f} s   warm {warm:6.1f} s   ratio {cold / warm:.1f}x   "
           f"warm run: {warm_embedded:.0f} texts embedded, {warm_llm:.0f} LLM requests, "

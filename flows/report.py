@@ -77,8 +77,9 @@ def log_sweep_summary(client, parent_run_id: str) -> None:
              table[["configuration", "bertsim", "lrcr", "opi_1"]].to_string(index=False, float_format="%.4f"))
 
 
-def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = None):
-    """Build the report from the children's predictions, log it under ``report/`` (and copy it to ``out``)."""
+def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = None, cache_dir: str | None = None):
+    """Build the report from the children's predictions, log it under ``report/`` (and copy it to ``out``).
+    With ``cache_dir``, a report of the same predictions and settings (a re-run sweep) is read from the cache."""
     from opi.relations import load_relation_set
     from opi.report import build_report
 
@@ -88,7 +89,17 @@ def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = No
         return None
     first_child = client.get_run(next(iter(runs.values()))[0])
     relations = load_relation_set(first_child.data.params.get("relations.set", "paper13")).labels
-    report = build_report({name: frame for name, (_, frame) in runs.items()}, relations, settings)
+    frames = {name: frame for name, (_, frame) in runs.items()}
+    if cache_dir is None:
+        report = build_report(frames, relations, settings)
+    else:
+        from flows import tasks
+
+        state = tasks.cached(tasks.sweep_report, cache_dir)(tasks.hashed(frames), relations, settings,
+                                                             tasks.code_version(), return_state=True)
+        report = state.result()
+        if state.name == "Cached":
+            log.info("sweep report: tables and tests of these predictions reused from the cache")
     with tempfile.TemporaryDirectory() as folder:
         report.write(folder)
         client.log_artifacts(parent_run_id, folder, "report")

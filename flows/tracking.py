@@ -177,7 +177,7 @@ class MultirunParentRun(Callback):
             try:
                 log_sweep_report(client, parent, ReportSettings(
                     config.metrics.beta, report["confidence"], report["resamples"], report["alpha"],
-                    report["permutations"], config.seed))
+                    report["permutations"], config.seed), cache_dir=config.paths.cache_dir)
             except Exception as err:  # the runs are logged; a report problem must not leave the parent open
                 log.warning("sweep report failed (%s: %s); rebuild it with: opi-report --sweep %s",
                             type(err).__name__, err, parent)

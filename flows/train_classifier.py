@@ -29,7 +29,8 @@ def balanced(cfg: dict[str, Any]):
     from opi.classify import Triple
     from opi.data import balanced_split
 
-    relation_set, _, pool, _ = load_data(cfg)
+    data = load_data(cfg)
+    relation_set, pool = data.relation_set, data.pool
     train_cfg = cfg["train"]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

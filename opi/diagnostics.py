@@ -12,6 +12,7 @@ They need no reader and no relation labels, so they also judge retrieval under t
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Sequence
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -20,31 +21,43 @@ COLUMNS = ("support_recall", "answer_found", "evidence_recall", "evidence_hit") 
 WORD = re.compile(r"[a-z0-9]+(?:['.,][a-z0-9]+)*")
 
 
-def content_words(text: str) -> set[str]:
-    return {w for w in WORD.findall(text.lower()) if w not in ENGLISH_STOP_WORDS}
+# Per text, cached: the same sentences and answers come back in every configuration of a sweep. No token spans a
+# space, so the tokens of sentences joined by spaces are the sentences' tokens in order.
+@lru_cache(maxsize=1 << 16)
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(WORD.findall(text.lower()))
+
+
+@lru_cache(maxsize=1 << 16)
+def content_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in _tokens(text) if w not in ENGLISH_STOP_WORDS)
 
 
 def normalized(text: str) -> str:
     """Lower-cased word tokens between single spaces, padded: substring tests then match whole words only
     ("no" is not found in "north", nor "1911" in "19110")."""
-    return " " + " ".join(WORD.findall(text.lower())) + " "
+    return " " + " ".join(_tokens(text)) + " "
+
+
+def _normalized_all(texts: Sequence[str]) -> str:
+    return " " + " ".join(token for text in texts for token in _tokens(text)) + " "
 
 
 def support_recall(answer: str, retrieved: Sequence[str]) -> float:
     wanted = content_words(answer)
     if not wanted:
         return 1.0
-    return len(wanted & content_words(" ".join(retrieved))) / len(wanted)
+    return len(wanted & frozenset().union(*map(content_words, retrieved))) / len(wanted)
 
 
 def answer_found(answer: str, retrieved: Sequence[str]) -> bool:
-    return normalized(answer) in normalized(" ".join(retrieved))
+    return normalized(answer) in _normalized_all(retrieved)
 
 
 def evidence_recall(evidence: Sequence[str], retrieved: Sequence[str]) -> float | None:
     if not evidence:
         return None
-    text = normalized(" ".join(retrieved))
+    text = _normalized_all(retrieved)
     return sum(normalized(piece) in text for piece in evidence) / len(evidence)
 
 

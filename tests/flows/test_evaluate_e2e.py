@@ -46,6 +46,8 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
 
     again = run_smoke(tmp_path)
     assert "6 of 6 stage results reused from the cache" in again
+    assert "sweep report: tables and tests of these predictions reused from the cache" in again
+    assert "reused from the cache" not in log.split("sweep of 2 configurations")[-1]  # the first report was built
     runs = mlflow.search_runs(experiment_names=["opi"])
     assert (runs[runs["tags.opi.role"] == "configuration"]["metrics.cache_hits"] == 6).sum() == 2
 
