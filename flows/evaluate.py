@@ -148,8 +148,51 @@ def evaluate_flow(cfg: dict[str, Any]) -> dict[str, Any]:
     return run_flow(evaluate, cfg)
 
 
+def configuration_key(cfg: dict[str, Any], data: Data, registered: str | None) -> str:
+    """Everything a configuration's result depends on: its settings (not where runs are logged or how tasks are
+    scheduled), the data's content, the registered classifier version and the opi + flows sources."""
+    from prefect.utilities.hashing import hash_objects
+
+    from flows import tasks
+
+    settings = {name: value for name, value in cfg.items() if name not in ("tracking", "orchestration", "paths")}
+    settings["report"] = {name: value for name, value in cfg["report"].items() if name != "enabled"}
+    return "configuration-" + hash_objects(
+        settings, cfg["paths"]["llm_cache"], data.examples.content_hash, data.pool_triples.content_hash,
+        data.pool_ids, data.pool_labels, registered, tasks.code_version(with_flows=True), raise_on_failure=True)
+
+
 def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
-    """All stages of one configuration; returns metrics, tables and counts for tracking."""
+    """One configuration's metrics and tables: kept whole under ``configuration_key`` (a re-run reads one result),
+    else computed stage by stage (each stage cached on its own inputs, shared with other configurations)."""
+    from flows import tasks
+
+    data = load_data(cfg)
+    cache_dir, started = cfg["paths"]["cache_dir"], time.perf_counter()
+    embedder = tasks.embedder_for(cfg["embedding"])  # the process's shared one (on Dask, workers have their own)
+    embedded_before = embedder.texts_embedded
+    registered = resolve_registered(cfg)
+    key = configuration_key(cfg, data, registered)
+    result = tasks.read_kept(cache_dir, key)
+    if result is not None:
+        counts = {"cache_hits": result["stages"], "cache_misses": 0,
+                  "seconds_lookup": time.perf_counter() - started}
+    else:
+        result, counts = run_stages(cfg, data, registered)
+        tasks.keep(cache_dir, key, result)
+    log.info("%s: %d of %d stage results reused from the cache%s", run_name(cfg), counts["cache_hits"],
+             result["stages"], " (the configuration's whole result, one read)" if "seconds_lookup" in counts else "")
+    metrics = {**result["metrics"], **counts,
+               # embedding work in this job, and in this process so far (texts run through the model vs distinct)
+               "texts_embedded": embedder.texts_embedded - embedded_before,
+               "embedder_texts_embedded_total": embedder.texts_embedded,
+               "embedder_unique_texts": embedder.unique_texts,
+               "embedder_texts_requested_total": embedder.texts_embedded + embedder.cache_hits}
+    return {"metrics": metrics, "predictions": result["predictions"], "per_relation": result["per_relation"]}
+
+
+def run_stages(cfg: dict[str, Any], data: Data, registered: str | None) -> tuple[dict[str, Any], dict[str, float]]:
+    """All stages of one configuration: (result, this run's cache counts and stage seconds)."""
     from prefect.states import State
     from prefect.utilities.annotations import quote
 
@@ -161,11 +204,8 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     from opi.metrics.stats import confidence_intervals
     import pandas as pd
 
-    data = load_data(cfg)
     relation_set, examples, report = data.relation_set, data.examples, data.report
     cache_dir, code, emb = cfg["paths"]["cache_dir"], tasks.code_version(), cfg["embedding"]
-    embedder = tasks.embedder_for(emb)  # the process's shared one (on Dask, workers have their own)
-    embedded_before = embedder.texts_embedded
     hits = misses = 0
     seconds: dict[str, float] = {}
     # quote(): our inputs are plain data, never futures, so Prefect need not walk them (seconds per warm grid). Not on
@@ -211,7 +251,6 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     answers = generation["answers"]
     pool_triples, pool_ids, pool_labels = data.pool_triples, data.pool_ids, data.pool_labels
     apply_triples = [Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)]
-    registered = resolve_registered(cfg)
     classification = call("classification", tasks.classify, cfg["classifier"], cfg["llm"], pool_ids, pool_triples,
                           pool_labels, [e.id for e in examples], apply_triples, emb, cfg["relations"]["set"],
                           cfg["seed"], llm_cache, code, registered)
@@ -254,19 +293,13 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
         metrics["llm_tokens"] = sum(v for k, v in usage.items() if k.endswith("_tokens"))
         metrics["unknown_relations"] = float(sum(p == "unknown" for p in predicted))
     metrics.update({
-        "cache_hits": hits, "cache_misses": misses,
-        # embedding work in this job, and in this process so far (texts run through the model vs distinct texts)
-        "texts_embedded": embedder.texts_embedded - embedded_before,
-        "embedder_texts_embedded_total": embedder.texts_embedded, "embedder_unique_texts": embedder.unique_texts,
-        "embedder_texts_requested_total": embedder.texts_embedded + embedder.cache_hits,
         "rows_dropped": float(sum(report.dropped.values())),
         "retrieved_sentences_mean": float(rows["retrieved_sentences"].mean()),
         "retrieved_words_mean": float(rows["retrieved_words"].mean()),
         **{column: float(rows[column].mean()) for column in DIAGNOSTIC_COLUMNS if rows[column].notna().any()},
-        **{f"seconds_{stage}": s for stage, s in seconds.items()},
     })
-    log.info("%s: %d of %d stage results reused from the cache", run_name(cfg), hits, hits + misses)
-    return {"metrics": metrics, "predictions": rows, "per_relation": table}
+    counts = {"cache_hits": hits, "cache_misses": misses, **{f"seconds_{stage}": s for stage, s in seconds.items()}}
+    return {"metrics": metrics, "predictions": rows, "per_relation": table, "stages": hits + misses}, counts
 
 
 def write_atomically(path: Path, write) -> None:

@@ -77,8 +77,9 @@ def sweep_results(client, parent: str) -> tuple[dict[str, dict[str, float]], dic
     """(configuration -> metrics, configuration -> predictions) of a sweep's children."""
     from flows.report import child_predictions, children
 
-    metrics = {run.info.run_name: dict(run.data.metrics) for run in children(client, parent)}
-    rows = {name: frame for name, (_, frame) in child_predictions(client, parent).items()}
+    runs = children(client, parent)
+    metrics = {run.info.run_name: dict(run.data.metrics) for run in runs}
+    rows = {name: frame for name, (_, frame) in child_predictions(client, parent, runs).items()}
     return metrics, rows
 
 

@@ -24,11 +24,11 @@ def children(client, parent: str) -> list:
                               order_by=["attributes.start_time ASC"])
 
 
-def child_predictions(client, parent: str) -> dict[str, tuple[str, pd.DataFrame]]:
-    """Configuration name -> (child run id, its predictions.parquet)."""
+def child_predictions(client, parent: str, runs: list | None = None) -> dict[str, tuple[str, pd.DataFrame]]:
+    """Configuration name -> (child run id, its predictions.parquet); ``runs``: the children, if already found."""
     found = {}
     with tempfile.TemporaryDirectory() as folder:
-        for run in children(client, parent):
+        for run in children(client, parent) if runs is None else runs:
             try:
                 path = client.download_artifacts(run.info.run_id, "predictions.parquet", folder)
             except Exception:  # a child that failed before logging: the report covers the others and says so
@@ -44,7 +44,15 @@ def find_sweep(client, experiment: str, sweep: str | None) -> str:
     from opi.data import DataError
 
     if sweep:
-        client.get_run(sweep)  # a clear MLflow error for an unknown id
+        from mlflow.exceptions import MlflowException
+
+        try:
+            role = client.get_run(sweep).data.tags.get("opi.role")
+        except MlflowException:
+            raise DataError(f"--sweep {sweep}: no such run in this MLflow store; give a sweep's parent run id "
+                            f"(the MLflow UI shows it) or leave --sweep out for the latest sweep") from None
+        if role != "sweep":
+            raise DataError(f"--sweep {sweep}: that run is not a sweep's parent run (opi.role is {role!r})")
         return sweep
     found = client.get_experiment_by_name(experiment)
     if found is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -25,10 +26,12 @@ from opi.embeddings import shared_embedder
 from opi.llm.reader import ExtractiveReader
 
 
-@lru_cache(maxsize=1)
-def code_version() -> str:
+@lru_cache(maxsize=2)
+def code_version(with_flows: bool = False) -> str:
+    """Hash of the ``opi`` sources (and of ``flows``, for results the flow code assembles)."""
     digest = hashlib.sha256()
-    for path in sorted(Path(pipeline.__file__).parent.rglob("*.py")):
+    folders = [Path(pipeline.__file__).parent] + ([Path(__file__).parent] if with_flows else [])
+    for path in sorted(p for folder in folders for p in folder.rglob("*.py")):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -117,6 +120,34 @@ def cached(task_fn, cache_dir: str):
             key_storage=root / "keys", lock_manager=ProcessLockManager(lock_files_directory=root / "locks"),
             isolation_level="SERIALIZABLE"),
         persist_result=True, result_storage=root / "results")
+
+
+def result_store(cache_dir: str):
+    """The stage cache's store (same folders and locks as ``cached``), for results kept without a task."""
+    from prefect.filesystems import LocalFileSystem
+    from prefect.results import ResultStore
+
+    root = Path(cache_dir).resolve()
+    return ResultStore(result_storage=LocalFileSystem(basepath=str(root / "results")),
+                       metadata_storage=LocalFileSystem(basepath=str(root / "keys")),
+                       lock_manager=ProcessLockManager(lock_files_directory=root / "locks"))
+
+
+def read_kept(cache_dir: str, key: str) -> Any | None:
+    """A result kept under ``key``, or None. Waits while another process is writing it."""
+    store = result_store(cache_dir)
+    return store.read(key).result if store.exists(key) else None
+
+
+def keep(cache_dir: str, key: str, value: Any) -> None:
+    """Keep ``value`` under ``key``, under its lock; the first writer wins (same inputs, same value)."""
+    store, holder = result_store(cache_dir), uuid.uuid4().hex
+    store.acquire_lock(key, holder=holder)
+    try:
+        if not store.exists(key):
+            store.write(key=key, obj=value, holder=holder)
+    finally:
+        store.release_lock(key, holder=holder)
 
 
 def embedder_for(embedding: dict[str, Any]):

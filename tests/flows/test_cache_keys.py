@@ -1,7 +1,10 @@
 """Cache keys of big task inputs: taken from a content hash computed once, equal to what a rebuilt copy gets."""
 import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from flows import tasks
+from flows.evaluate import CONF_DIR, configuration_key, load_data
 from flows.tasks import ContentInputs, HashedDict, HashedList, hashed
 from opi.data import Example
 
@@ -39,3 +42,21 @@ def test_a_copy_that_lost_its_hash_gets_the_same_key():
     # Dask's runner rebuilds collections on the way to a worker: same type, no content_hash attribute
     marked, articles = hashed(examples("yes", "no")), hashed({"a": (1, 2)})
     assert key(examples=HashedList(marked), articles=HashedDict(articles)) == key(examples=marked, articles=articles)
+
+
+def config_key(*overrides, registered=None):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = OmegaConf.to_container(compose("config", overrides=["dataset.limit=3", *overrides]), resolve=True)
+    return configuration_key(cfg, load_data(cfg), registered)
+
+
+def test_a_configuration_is_keyed_by_what_its_result_depends_on():
+    base = config_key()
+    llm_cache = "paths.llm_cache=.opi_cache/llm_calls.sqlite"  # where the cache is moves nothing else
+    for same in (["tracking.experiment=other"], ["orchestration=dask"], ["report.enabled=false"],
+                 ["paths.cache_dir=/elsewhere", llm_cache]):
+        assert config_key(*same) == base, same
+    for other in (["retriever=bm25"], ["llm.n_sentences=3"], ["report.resamples=500"], ["dataset.limit=4"],
+                  ["seed=1"], ["retrievers.mmr.fetch_k=30"], ["chunking=small"]):
+        assert config_key(*other) != base, other
+    assert config_key(registered="models:/relations/2") != base

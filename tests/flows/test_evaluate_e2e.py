@@ -45,11 +45,20 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
     assert "0 of" in log  # cold: nothing reused
 
     again = run_smoke(tmp_path)
-    assert "6 of 6 stage results reused from the cache" in again
+    assert again.count("6 of 6 stage results reused from the cache (the configuration's whole result") == 2
     assert "sweep report: tables and tests of these predictions reused from the cache" in again
     assert "reused from the cache" not in log.split("sweep of 2 configurations")[-1]  # the first report was built
     runs = mlflow.search_runs(experiment_names=["opi"])
     assert (runs[runs["tags.opi.role"] == "configuration"]["metrics.cache_hits"] == 6).sum() == 2
+    warm = runs[(runs["tags.opi.role"] == "configuration") & (runs["metrics.cache_hits"] == 6)]
+    assert (warm["metrics.texts_embedded"] == 0).all() and (warm["metrics.cache_misses"] == 0).all()
+    for name in ("bertsim", "lrcr", "opi_1", "opi_1_ci_low"):  # the kept result is the computed one
+        assert sorted(warm[f"metrics.{name}"]) == sorted(children[f"metrics.{name}"]), name
+
+    # a setting that changes the metrics, not the stages: the whole result is computed again from cached stages
+    changed = run_cli("flows.evaluate", tmp_path, "experiment=smoke", "dataset.limit=2", "report.resamples=500")
+    assert changed.count("6 of 6 stage results reused from the cache") == 2
+    assert "whole result" not in changed
 
 
 
