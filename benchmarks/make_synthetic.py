@@ -9,9 +9,10 @@ Rows are drawn without replacement from that pool (about 15,500 distinct questio
 for what one sentence says).
 
 With --distinct-articles every templated row gets an article of its own, as in RAG-Dataset-12000: its source article
-with one paragraph that does not hold the answer dropped and one paragraph of another article inserted (seeded), so
-chunks differ from row to row while sentences repeat. The model work per row is then close to the real dataset's
-(distinct chunks and questions), but below it (the real articles' sentences are distinct too).
+with one paragraph that does not hold the answer dropped and one paragraph of another article inserted (seeded).
+Each article is then segmented and indexed on its own, but its sentences, and most of its chunks (the splitter cuts
+at paragraph breaks first), repeat other rows': the model work per row is well below the real dataset's, whose
+texts are all distinct, so cold times measured on these rows understate real ones.
 
     python benchmarks/make_synthetic.py --rows 12000 --out synthetic-12000.parquet
     python benchmarks/make_synthetic.py --rows 2400 --distinct-articles --out synthetic-2400.parquet
