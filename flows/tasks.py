@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
@@ -136,16 +137,22 @@ def result_store(cache_dir: str):
 def read_kept(cache_dir: str, key: str) -> Any | None:
     """A result kept under ``key``, or None. Waits while another process is writing it."""
     store = result_store(cache_dir)
-    return store.read(key).result if store.exists(key) else None
+    if not store.exists(key):
+        return None
+    try:
+        return store.read(key).result
+    except Exception as err:  # a record left unreadable (a disk filled mid-write): computed again, then replaced
+        logging.getLogger("opi").warning("cached result %s unreadable (%s: %s); computing it again", key,
+                                         type(err).__name__, err)
+        return None
 
 
 def keep(cache_dir: str, key: str, value: Any) -> None:
-    """Keep ``value`` under ``key``, under its lock; the first writer wins (same inputs, same value)."""
+    """Keep ``value`` under ``key``, written under its lock (same key, same inputs: any writer's value will do)."""
     store, holder = result_store(cache_dir), uuid.uuid4().hex
     store.acquire_lock(key, holder=holder)
     try:
-        if not store.exists(key):
-            store.write(key=key, obj=value, holder=holder)
+        store.write(key=key, obj=value, holder=holder)
     finally:
         store.release_lock(key, holder=holder)
 

@@ -60,3 +60,15 @@ def test_a_configuration_is_keyed_by_what_its_result_depends_on():
                   ["seed=1"], ["retrievers.mmr.fetch_k=30"], ["chunking=small"]):
         assert config_key(*other) != base, other
     assert config_key(registered="models:/relations/2") != base
+
+
+def test_a_kept_result_reads_back_and_an_unreadable_one_is_a_miss(tmp_path, caplog):
+    cache = str(tmp_path / "cache")
+    assert tasks.read_kept(cache, "configuration-x") is None
+    tasks.keep(cache, "configuration-x", {"metrics": {"opi_1": 0.5}, "stages": 6})
+    assert tasks.read_kept(cache, "configuration-x") == {"metrics": {"opi_1": 0.5}, "stages": 6}
+    (tmp_path / "cache" / "results" / "configuration-x").write_text("{not a record")  # as if cut off mid-write
+    assert tasks.read_kept(cache, "configuration-x") is None
+    assert "configuration-x unreadable" in caplog.text
+    tasks.keep(cache, "configuration-x", {"stages": 7})  # the next run's result replaces it
+    assert tasks.read_kept(cache, "configuration-x") == {"stages": 7}
