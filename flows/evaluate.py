@@ -173,15 +173,15 @@ def run_configuration(cfg: dict[str, Any]) -> dict[str, Any]:
     embedded_before = embedder.texts_embedded
     registered = resolve_registered(cfg)
     key = configuration_key(cfg, data, registered)
-    result = tasks.read_kept(cache_dir, key)
-    if result is not None:
-        counts = {"cache_hits": result["stages"], "cache_misses": 0,
-                  "seconds_lookup": time.perf_counter() - started}
+    kept = tasks.read_kept(cache_dir, key)
+    if kept is not None:
+        result = kept
+        counts = {"cache_hits": kept["stages"], "cache_misses": 0, "seconds_lookup": time.perf_counter() - started}
     else:
         result, counts = run_stages(cfg, data, registered)
         tasks.keep(cache_dir, key, result)
     log.info("%s: %d of %d stage results reused from the cache%s", run_name(cfg), counts["cache_hits"],
-             result["stages"], " (the configuration's whole result, one read)" if "seconds_lookup" in counts else "")
+             result["stages"], " (the configuration's whole result, one read)" if kept is not None else "")
     metrics = {**result["metrics"], **counts,
                # embedding work in this job, and in this process so far (texts run through the model vs distinct)
                "texts_embedded": embedder.texts_embedded - embedded_before,

@@ -92,8 +92,7 @@ def champion(client, experiment_id: str) -> str | None:
 def load_baseline(client, experiment_id: str | None, baseline: str):
     """(name, metrics, predictions or None) for 'champion', a parent run id or a json file; None if no champion.
     ``experiment_id`` is None on a first night, when the store has no experiment (and so no run) yet."""
-    from mlflow.exceptions import MlflowException
-
+    from flows.report import existing_run
     from opi.data import DataError
     from opi.regression import read_baseline_file
 
@@ -107,11 +106,7 @@ def load_baseline(client, experiment_id: str | None, baseline: str):
         raise DataError(f"baseline run {baseline} cannot exist: this MLflow store has no experiment yet")
     else:
         run_id = baseline
-    try:
-        client.get_run(run_id)
-    except MlflowException:
-        raise DataError(f"baseline run {run_id} is not in this MLflow store: give a sweep's parent run id, "
-                        f"'champion' or a .json baseline file") from None
+    existing_run(client, run_id, "baseline run", "give a sweep's parent run id, 'champion' or a .json baseline file")
     metrics, rows = sweep_results(client, run_id)
     if not metrics:
         raise DataError(f"baseline run {run_id} has no configuration runs under it: is it a sweep's parent run?")

@@ -39,20 +39,27 @@ def child_predictions(client, parent: str, runs: list | None = None) -> dict[str
     return found
 
 
+def existing_run(client, run_id: str, what: str, hint: str):
+    """The run; for an id this store does not have, a DataError naming it instead of MLflow's traceback."""
+    from mlflow.exceptions import MlflowException
+
+    from opi.data import DataError
+
+    try:
+        return client.get_run(run_id)
+    except MlflowException:
+        raise DataError(f"{what} {run_id} is not in this MLflow store: {hint}") from None
+
+
 def find_sweep(client, experiment: str, sweep: str | None) -> str:
     """The given parent run, or the experiment's latest sweep that has child runs."""
     from opi.data import DataError
 
     if sweep:
-        from mlflow.exceptions import MlflowException
-
-        try:
-            role = client.get_run(sweep).data.tags.get("opi.role")
-        except MlflowException:
-            raise DataError(f"--sweep {sweep}: no such run in this MLflow store; give a sweep's parent run id "
-                            f"(the MLflow UI shows it) or leave --sweep out for the latest sweep") from None
+        role = existing_run(client, sweep, "--sweep", "give a sweep's parent run id (the MLflow UI shows it) or "
+                            "leave --sweep out for the latest sweep").data.tags.get("opi.role")
         if role != "sweep":
-            raise DataError(f"--sweep {sweep}: that run is not a sweep's parent run (opi.role is {role!r})")
+            raise DataError(f"--sweep {sweep} is not a sweep's parent run (opi.role is {role!r})")
         return sweep
     found = client.get_experiment_by_name(experiment)
     if found is None:

@@ -115,23 +115,27 @@ def cached(task_fn, cache_dir: str):
     """The task with its cache and result storage under ``cache_dir``. SERIALIZABLE with file locks: when two
     processes (parallel sweep jobs, two sweeps) need the same result, one computes it and the other waits and reads
     it, instead of both computing and racing to write it."""
-    root = Path(cache_dir).resolve()
+    results, keys, locks = cache_layout(cache_dir)
     return task_fn.with_options(
-        cache_policy=(ContentInputs() + TASK_SOURCE).configure(
-            key_storage=root / "keys", lock_manager=ProcessLockManager(lock_files_directory=root / "locks"),
-            isolation_level="SERIALIZABLE"),
-        persist_result=True, result_storage=root / "results")
+        cache_policy=(ContentInputs() + TASK_SOURCE).configure(key_storage=keys, lock_manager=locks,
+                                                               isolation_level="SERIALIZABLE"),
+        persist_result=True, result_storage=results)
+
+
+def cache_layout(cache_dir: str) -> tuple[Path, Path, ProcessLockManager]:
+    """Where the cache keeps results, their keys and its locks: one layout for tasks and ``result_store``."""
+    root = Path(cache_dir).resolve()
+    return root / "results", root / "keys", ProcessLockManager(lock_files_directory=root / "locks")
 
 
 def result_store(cache_dir: str):
-    """The stage cache's store (same folders and locks as ``cached``), for results kept without a task."""
+    """The stage cache's store, for results kept without a task."""
     from prefect.filesystems import LocalFileSystem
     from prefect.results import ResultStore
 
-    root = Path(cache_dir).resolve()
-    return ResultStore(result_storage=LocalFileSystem(basepath=str(root / "results")),
-                       metadata_storage=LocalFileSystem(basepath=str(root / "keys")),
-                       lock_manager=ProcessLockManager(lock_files_directory=root / "locks"))
+    results, keys, locks = cache_layout(cache_dir)
+    return ResultStore(result_storage=LocalFileSystem(basepath=str(results)),
+                       metadata_storage=LocalFileSystem(basepath=str(keys)), lock_manager=locks)
 
 
 def read_kept(cache_dir: str, key: str) -> Any | None:

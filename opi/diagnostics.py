@@ -36,7 +36,7 @@ def content_words(text: str) -> frozenset[str]:
 def normalized(text: str) -> str:
     """Lower-cased word tokens between single spaces, padded: substring tests then match whole words only
     ("no" is not found in "north", nor "1911" in "19110")."""
-    return " " + " ".join(_tokens(text)) + " "
+    return _normalized_all((text,))
 
 
 def _normalized_all(texts: Sequence[str]) -> str:
