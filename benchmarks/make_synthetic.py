@@ -54,10 +54,11 @@ def generate(rows: int, seed: int = 0, distinct_articles: bool = False):
     import pandas as pd
 
     from opi.data import load_examples
+    from opi.schemas import DatasetConfig
     from opi.diagnostics import content_words
     from opi.sentences import split_sentences
 
-    examples, _ = load_examples(kind="bundled")
+    examples, _ = load_examples(DatasetConfig(kind="bundled"))
     rng = random.Random(seed)
     pool = [(e.context, e.question, e.answer, e.relation) for e in examples]
     for context in dict.fromkeys(e.context for e in examples):

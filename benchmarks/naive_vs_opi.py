@@ -190,9 +190,10 @@ def main() -> None:
     parser.add_argument("--configurations", default=",".join(SETUPS))
     args = parser.parse_args()
     from opi.data import load_examples
+    from opi.schemas import DatasetConfig
 
     setups = args.configurations.split(",")
-    examples, _ = load_examples(kind="bundled", limit=args.examples)
+    examples, _ = load_examples(DatasetConfig(kind="bundled", limit=args.examples))
     with tempfile.TemporaryDirectory() as folder:
         opi_seconds = run_opi(Path(folder), setups, args.examples)
         ours = opi_chunks(Path(folder), examples)

@@ -26,21 +26,23 @@ def worker(data: str, rows: int, device: str, backend: str) -> dict:
     import numpy as np
 
     from opi import pipeline
+    from opi.combine import Single
     from opi.data import load_examples
     from opi.embeddings import PACKAGED_MINILM, SentenceEmbedder
     from opi.llm.reader import ExtractiveReader
     from opi.metrics.opi import bertsim, cosine_rows
+    from opi.retrievers import KNNRetriever
+    from opi.schemas import DatasetConfig
 
     embedder = SentenceEmbedder(PACKAGED_MINILM, device=device, backend=backend)
     embedder.raw(["warm-up"])  # model load is not part of the pipeline's time
     started = time.perf_counter()
-    examples, _ = load_examples(kind="table", path=data, limit=rows, require_relation=False)
+    examples, _ = load_examples(DatasetConfig(kind="table", path=data, limit=rows), require_relation=False)
     articles = pipeline.prepare_articles([e.context for e in examples])
-    rankings = pipeline.rank_examples(pipeline.build_retriever({"name": "knn", "k": 4}, embedder), examples,
-                                      articles)
-    retrieved = pipeline.combine("single", [rankings], examples, articles)
+    rankings = pipeline.rank_examples(KNNRetriever(k=4, embedder=embedder), examples, articles)
+    retrieved = pipeline.combine(Single(), [rankings], examples, articles)
     texts = [pipeline.sentence_texts(e, articles, retrieved[e.id]) for e in examples]
-    answers = ExtractiveReader(embedder, n_sentences=2).answer([e.question for e in examples], texts)
+    answers = ExtractiveReader(n_sentences=2, embedder=embedder).answer([e.question for e in examples], texts)
     similarities = cosine_rows(embedder.encode([e.answer for e in examples], normalize=False),
                                embedder.encode(answers, normalize=False))
     rows_table = pipeline.prediction_rows(examples, retrieved, texts, answers, ["unknown"] * len(examples),

@@ -59,23 +59,20 @@ def last_sweep_children(folder: Path) -> list:
 
 
 def plain_loop(data: list[str]) -> float:
-    """The stage functions of flows.evaluate.run_configuration, no Hydra/Prefect/MLflow, same sharing of results."""
+    """The stage functions of flows.evaluate.run_stages, no Hydra/Prefect/MLflow, same sharing of results."""
     from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
 
     from flows import tasks
-    from flows.evaluate import CONF_DIR, load_data, member_specs
+    from flows.config import CONF_DIR, register_configs, typed
+    from flows.evaluate import load_data
     from opi import pipeline
-    from opi.classify import Triple
-    from opi.metrics.opi import summary
-    from opi.metrics.stats import confidence_intervals
-    from opi.schemas import register_configs
+    from opi.metrics.configuration import configuration_metrics
+    from opi.relations import Triple
 
     started = time.perf_counter()
     register_configs()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        configs = [OmegaConf.to_container(compose("config", overrides=[f"setup={s}", *data]), resolve=True)
-                   for s in SETUPS.split(",")]
+        configs = [typed(compose("config", overrides=[f"setup={s}", *data])) for s in SETUPS.split(",")]
     memo: dict = {}
 
     def once(key, fn, *args):
@@ -85,27 +82,25 @@ def plain_loop(data: list[str]) -> float:
 
     code = tasks.code_version()
     for cfg in configs:
-        d, emb = load_data(cfg), cfg["embedding"]
+        d, emb = load_data(cfg), cfg.embedding
         examples, labels = d.examples, d.relation_set.labels
         articles = once("articles", tasks.chunk_articles.fn, d.contexts, 100, 20, code)
-        rankings = [once(("rank", repr(spec)), tasks.rank.fn, spec, examples, articles, emb, code)
-                    for spec in member_specs(cfg)]
-        c = cfg["combination"]
-        retrieved = pipeline.combine(c["mode"], rankings, examples, articles, c["k"], c["c"], c["weights"])
+        rankings = [once(("rank", repr(r)), tasks.rank.fn, r, examples, articles, emb, code)
+                    for r in cfg.members().values()]
+        retrieved = pipeline.combine(cfg.combination, rankings, examples, articles)
         texts = [pipeline.sentence_texts(e, articles, retrieved[e.id]) for e in examples]
-        answers = once(("answer", repr(texts)), tasks.answer.fn, cfg["llm"], [e.question for e in examples], texts,
+        answers = once(("answer", repr(texts)), tasks.answer.fn, cfg.llm, [e.question for e in examples], texts,
                        emb, "", code)["answers"]
         apply = [Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)]
-        predicted = once(("classify", repr(apply)), tasks.classify.fn, cfg["classifier"], cfg["llm"], d.pool_ids,
+        predicted = once(("classify", repr(apply)), tasks.classify.fn, cfg.classifier, cfg.llm, d.pool_ids,
                          d.pool_triples, d.pool_labels, [e.id for e in examples], apply, emb, "paper13", 0, "",
                          code)["predicted"]
-        once("accuracy", tasks.classifier_accuracy.fn, cfg["classifier"], d.pool_ids, d.pool_triples, d.pool_labels,
+        once("accuracy", tasks.classifier_accuracy.fn, cfg.classifier, d.pool_ids, d.pool_triples, d.pool_labels,
              emb, 0, code)
         similarities = once(("similarity", repr(answers)), tasks.answer_similarity.fn, [e.answer for e in examples],
                             answers, emb, code)
         rows = pipeline.prediction_rows(examples, retrieved, texts, answers, predicted, similarities)
-        summary(rows, labels)
-        confidence_intervals(rows)
+        configuration_metrics(rows, labels, cfg.metrics.betas, cfg.metrics.beta)
     return time.perf_counter() - started
 
 

@@ -34,7 +34,7 @@ def sweep_predictions(client, parent: str) -> pd.DataFrame:
     runs = child_predictions(client, parent)
     if not runs:
         raise DataError(f"sweep {parent} has no child runs with predictions")
-    frames = [frame.assign(configuration=name, run_id=run_id) for name, (run_id, frame) in runs.items()]
+    frames = [frame.assign(configuration=name, run_id=run.info.run_id) for name, (run, frame) in runs.items()]
     return pd.concat(frames, ignore_index=True).rename(columns={"id": "example_id", "answer": "ground_truth"})
 
 

@@ -5,9 +5,9 @@ import logging
 import sys
 from typing import Any, Callable
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from opi.schemas import check_config
+from opi.schemas import OPIConfig
 
 log = logging.getLogger("opi")
 EXIT_USER_ERROR = 2
@@ -29,14 +29,18 @@ def add_store_arguments(parser) -> None:
     parser.add_argument("--experiment", default="opi")
 
 
-def checked(cfg: DictConfig) -> dict[str, Any]:
-    """The resolved config as plain data, after the schemas' range checks (exit 2 with the reason otherwise)."""
+def checked(cfg: DictConfig) -> OPIConfig:
+    """The typed configuration after every check (exit 2 with the reason otherwise)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from flows.config import typed
+
+    overridden = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
     try:
-        check_config(cfg)
+        return typed(cfg, overridden)
     except ValueError as err:
         log.error("invalid configuration: %s", err)
         sys.exit(EXIT_USER_ERROR)
-    return OmegaConf.to_container(cfg, resolve=True)
 
 
 def run_or_explain(work: Callable[..., Any], *args: Any) -> Any:

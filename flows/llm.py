@@ -9,40 +9,33 @@ from pathlib import Path
 from typing import Any
 
 from opi.llm.cache import CallCache
-from opi.llm.client import ChatClient, LLMSettings
+from opi.llm.client import ChatClient
+from opi.schemas import LLMConfig, LocalServerConfig
 
 log = logging.getLogger("opi")
 _servers: dict[str, Any] = {}
 
 
-def local_server(spec: dict[str, Any]):
+def local_server(spec: LocalServerConfig):
     from opi.llm.local_server import LocalLLMServer
 
-    key = repr(sorted(spec.items()))
+    key = repr(dataclasses.astuple(spec))
     if key not in _servers:
-        server = LocalLLMServer(spec["model"], spec["threads"], spec["context"], spec["parallel"]).start()
+        server = LocalLLMServer(spec.model, spec.threads, spec.context, spec.parallel).start()
         atexit.register(server.stop)
-        log.info("local LLM server (%s) on %s", spec["model"], server.base_url)
+        log.info("local LLM server (%s) on %s", spec.model, server.base_url)
         _servers[key] = server
     return _servers[key]
 
 
-def stop_local_servers() -> None:
-    for server in _servers.values():
-        server.stop()
-    _servers.clear()
-
-
-def client_for(llm: dict[str, Any], cache_path: str, model: str | None = None) -> ChatClient:
-    fields = {f.name for f in dataclasses.fields(LLMSettings)}
-    settings = LLMSettings(**{k: v for k, v in llm.items() if k in fields})
-    if model:
-        settings.model = model
-    if llm.get("local_server"):
-        server = local_server(llm["local_server"])
-        settings.base_url = server.base_url
-        settings.cache_id = f"local:{Path(str(server.model)).name}"
-    return ChatClient(settings, CallCache(cache_path))
+def client_for(llm: LLMConfig, cache_path: str, model: str | None = None) -> ChatClient:
+    """The run's chat client; ``model``: another model on the same endpoint (a fine-tuned classifier)."""
+    settings = dataclasses.replace(llm, model=model) if model else llm
+    if llm.local_server is None:
+        return ChatClient(settings, CallCache(cache_path))
+    server = local_server(llm.local_server)
+    return ChatClient(settings, CallCache(cache_path), base_url=server.base_url,
+                      cache_id=f"local:{Path(str(server.model)).name}")
 
 
 def progress_bar(total: int, description: str, client: ChatClient):

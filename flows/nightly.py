@@ -42,20 +42,19 @@ class SweepFailed(Exception):
     """The evaluation itself did not finish (bad override, data or endpoint: its own log says which)."""
 
 
-def tracking_config(overrides: list[str]) -> dict[str, Any]:
+def tracking_config(overrides: list[str]):
     """The tracking settings the sweep will use (composed from the same overrides, so they always agree)."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from flows.evaluate import CONF_DIR
-    from opi.schemas import register_configs
+    from flows.config import CONF_DIR, register_configs
 
     register_configs()
     sweep_only = ("hydra.", "setup=")  # sweep settings are Hydra's business, not the tracking config's
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose("config", overrides=["experiment=nightly",
                                            *[o for o in overrides if not o.startswith(sweep_only)]])
-    return OmegaConf.to_container(cfg.tracking, resolve=True)
+    return OmegaConf.to_object(cfg.tracking)
 
 
 @task(name="nightly-sweep")
@@ -132,12 +131,12 @@ def nightly(overrides: list[str] | None = None, baseline: str = CHAMPION, promot
     overrides = list(overrides or [])
     tracking = tracking_config(overrides)
     label = f"nightly-{uuid.uuid4().hex[:12]}"
-    client = mlflow.MlflowClient(tracking["tracking_uri"])
-    found = client.get_experiment_by_name(tracking["experiment"])
+    client = mlflow.MlflowClient(tracking.tracking_uri)
+    found = client.get_experiment_by_name(tracking.experiment)
     # the baseline is checked before the sweep spends anything
     reference = load_baseline(client, found.experiment_id if found else None, baseline)
     run_sweep(overrides, label)
-    experiment_id = client.get_experiment_by_name(tracking["experiment"]).experiment_id
+    experiment_id = client.get_experiment_by_name(tracking.experiment).experiment_id
     parent = labelled_sweep(client, experiment_id, label)
     if reference is None:
         client.set_tag(parent, "regression", "unknown")

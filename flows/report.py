@@ -11,6 +11,7 @@ import logging
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import flows  # noqa: F401  (environment defaults before mlflow import)
 import pandas as pd
@@ -24,8 +25,8 @@ def children(client, parent: str) -> list:
                               order_by=["attributes.start_time ASC"])
 
 
-def child_predictions(client, parent: str, runs: list | None = None) -> dict[str, tuple[str, pd.DataFrame]]:
-    """Configuration name -> (child run id, its predictions.parquet); ``runs``: the children, if already found."""
+def child_predictions(client, parent: str, runs: list | None = None) -> dict[str, tuple[Any, pd.DataFrame]]:
+    """Configuration name -> (child run, its predictions.parquet); ``runs``: the children, if already found."""
     found = {}
     with tempfile.TemporaryDirectory() as folder:
         for run in children(client, parent) if runs is None else runs:
@@ -35,7 +36,7 @@ def child_predictions(client, parent: str, runs: list | None = None) -> dict[str
                 log.warning("run %s (%s) has no predictions; left out of the report", run.info.run_id,
                             run.info.run_name)
                 continue
-            found[run.info.run_name] = (run.info.run_id, pd.read_parquet(path))
+            found[run.info.run_name] = (run, pd.read_parquet(path))
     return found
 
 
@@ -92,25 +93,32 @@ def log_sweep_summary(client, parent_run_id: str) -> None:
              table[["configuration", "bertsim", "lrcr", "opi_1"]].to_string(index=False, float_format="%.4f"))
 
 
+def sweep_settings(client, parent: str) -> dict[str, str]:
+    """The settings a sweep ran with (the params of its first child)."""
+    runs = children(client, parent)
+    return dict(runs[0].data.params) if runs else {}
+
+
 def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = None, cache_dir: str | None = None):
     """Build the report from the children's predictions, log it under ``report/`` (and copy it to ``out``).
     With ``cache_dir``, a report of the same predictions and settings (a re-run sweep) is read from the cache."""
     from opi.relations import load_relation_set
-    from opi.report import build_report
+    from opi.report import Configuration, build_report
 
     runs = child_predictions(client, parent_run_id)
     if not runs:
         log.warning("sweep %s: no child run has predictions, no report", parent_run_id)
         return None
-    first_child = client.get_run(next(iter(runs.values()))[0])
+    first_child = next(iter(runs.values()))[0]
     relations = load_relation_set(first_child.data.params.get("relations.set", "paper13")).labels
-    frames = {name: frame for name, (_, frame) in runs.items()}
+    configurations = [Configuration(name, run.data.tags.get("opi.kind", "single"), run.data.tags.get("opi.setup", name),
+                                    frame) for name, (run, frame) in runs.items()]
     if cache_dir is None:
-        report = build_report(frames, relations, settings)
+        report = build_report(configurations, relations, settings)
     else:
         from flows import tasks
 
-        state = tasks.cached(tasks.sweep_report, cache_dir)(tasks.hashed(frames), relations, settings,
+        state = tasks.cached(tasks.sweep_report, cache_dir)(tasks.hashed(configurations), relations, settings,
                                                              tasks.code_version(), return_state=True)
         report = state.result()
         if state.name == "Cached":
@@ -137,16 +145,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add_store_arguments(parser)
     parser.add_argument("--sweep", help="parent run id of the sweep (default: the latest sweep)")
     parser.add_argument("--out", type=Path, help="also write the report to this folder")
-    parser.add_argument("--beta", type=float, default=1.0)
+    parser.add_argument("--beta", type=float, help="the OPI β to rank by (default: the sweep's metrics.beta)")
     parser.add_argument("--confidence", type=float, default=defaults.confidence)
     parser.add_argument("--resamples", type=int, default=defaults.resamples)
     parser.add_argument("--alpha", type=float, default=defaults.alpha)
     parser.add_argument("--permutations", type=int, default=defaults.permutations)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, help="bootstrap and permutation seed (default: the sweep's seed)")
     args = parser.parse_args(argv)
     try:
         ReportConfig(True, args.confidence, args.resamples, args.alpha, args.permutations)
-        if args.beta <= 0:
+        if args.beta is not None and args.beta <= 0:
             raise ValueError(f"--beta must be > 0, got {args.beta}")
     except ValueError as err:
         parser.error(str(err))
@@ -159,14 +167,19 @@ def main(argv: list[str] | None = None) -> None:
     from flows.entry import EXIT_USER_ERROR, console_logging
     from opi.data import DataError
     from opi.report import ReportSettings
+    from opi.schemas import ReportConfig
 
     console_logging("matplotlib")
     args = parse_args(argv)
     client = mlflow.MlflowClient(args.tracking_uri)
     try:
         parent = find_sweep(client, args.experiment, args.sweep)
-        settings = ReportSettings(args.beta, args.confidence, args.resamples, args.alpha, args.permutations, args.seed)
-        log_sweep_report(client, parent, settings, args.out)
+        ran_with = sweep_settings(client, parent)
+        beta = args.beta if args.beta is not None else float(ran_with.get("metrics.beta", 1.0))
+        seed = args.seed if args.seed is not None else int(ran_with.get("seed", 0))
+        config = ReportConfig(True, args.confidence, args.resamples, args.alpha, args.permutations)
+        log.info("report of sweep %s at β = %g, seed %d", parent, beta, seed)
+        log_sweep_report(client, parent, ReportSettings(config, beta, seed), args.out)
     except DataError as err:
         log.error("%s", err)
         sys.exit(EXIT_USER_ERROR)

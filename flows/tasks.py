@@ -2,13 +2,15 @@
 
 Every task takes ``code`` (a hash of the ``opi`` sources) so that a library change invalidates results that
 TASK_SOURCE alone would not notice. Results persist under ``paths.cache_dir``; re-runs and overlapping sweeps
-(kNN alone and kNN inside A-Four) reuse them.
+(kNN alone and kNN inside A-Four) reuse them. Tasks receive the typed configs and built components
+(``opi.schemas``, ``opi.components``); the cache keys them by their settings.
 """
 from __future__ import annotations
 
-import fcntl
+import dataclasses
 import hashlib
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,14 +19,14 @@ from typing import Any
 
 from prefect import task
 from prefect.cache_policies import TASK_SOURCE, CachePolicy, Inputs
-from prefect.locking.filesystem import FileSystemLockManager
 from prefect.utilities.hashing import hash_objects
 
-from flows.owners import gone, this_process
-from opi import pipeline
-from opi.classify import LocalRelationClassifier, Triple, cross_fit_predict, cross_validated_accuracy
+from flows.locks import FileLockManager
+from opi import components, pipeline
+from opi.classify import cross_fit_predict, cross_validated_accuracy
 from opi.embeddings import shared_embedder
-from opi.llm.reader import ExtractiveReader
+from opi.relations import Triple
+from opi.schemas import EmbeddingConfig, LLMConfig, MetricsConfig
 
 
 @lru_cache(maxsize=2)
@@ -60,55 +62,30 @@ def _plain_hash(value: HashedList | HashedDict) -> str:
     return hash_objects(dict(value) if isinstance(value, dict) else list(value), raise_on_failure=True)
 
 
+def settings_key(value: Any) -> Any:
+    """A config or component as plain data for a cache key: its class and its settings (resources left out)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"_target_": components.target_of(type(value)),
+                **{f.name: settings_key(getattr(value, f.name)) for f in dataclasses.fields(value)
+                   if f.name not in components.RESOURCES}}
+    if isinstance(value, dict) and not isinstance(value, HashedDict):
+        return {k: settings_key(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not isinstance(value, HashedList):
+        return [settings_key(v) for v in value]
+    return value
+
+
 @dataclass
 class ContentInputs(CachePolicy):
-    """Prefect's INPUTS policy, with hashed() inputs keyed by their content hash. A runner that rebuilds the value
-    on the way (Dask copies collections) loses the attribute: the hash is then taken again, so keys agree.
-    Not a subclass of Inputs: a compound policy replaces every Inputs member by a plain one."""
+    """Prefect's INPUTS policy, with hashed() inputs keyed by their content hash and configs by their settings. A
+    runner that rebuilds values on the way (Dask copies collections) loses the attribute: the hash is then taken
+    again, so keys agree. Not a subclass of Inputs: a compound policy replaces every Inputs member by a plain one."""
 
     def compute_key(self, task_ctx, inputs, flow_parameters, **kwargs):
         inputs = {name: ("content-hash", getattr(value, "content_hash", None) or _plain_hash(value))
-                  if isinstance(value, (HashedList, HashedDict)) else value for name, value in (inputs or {}).items()}
+                  if isinstance(value, (HashedList, HashedDict)) else settings_key(value)
+                  for name, value in (inputs or {}).items()}
         return Inputs().compute_key(task_ctx, inputs, flow_parameters, **kwargs)
-
-
-class ProcessLockManager(FileSystemLockManager):
-    """Prefect's file locks, which never expire, plus the owner's host and pid beside each lock: a lock whose owner
-    process is gone (killed mid-task) is stale and broken, so a re-run resumes instead of waiting forever."""
-
-    def _owner_path(self, key: str) -> Path:
-        return self._lock_path_for_key(key).with_suffix(".owner")
-
-    def acquire_lock(self, key, holder, acquire_timeout=None, hold_timeout=None) -> bool:
-        acquired = super().acquire_lock(key, holder, acquire_timeout, hold_timeout)
-        if acquired:
-            self._owner_path(key).write_text(" ".join(this_process()))
-        return acquired
-
-    def release_lock(self, key, holder) -> None:
-        if self.is_lock_holder(key, holder):  # owner first: once the lock is gone another process may take it
-            self._owner_path(key).unlink(missing_ok=True)
-        super().release_lock(key, holder)
-
-    def is_locked(self, key, use_cache=False) -> bool:
-        locked = super().is_locked(key, use_cache)
-        if not (locked and self._owner_gone(key)):
-            return locked
-        # several waiters may find the same dead owner: one at a time breaks it, each re-checking under the guard
-        with open(self._lock_path_for_key(key).with_suffix(".break"), "w") as guard:
-            fcntl.flock(guard, fcntl.LOCK_EX)
-            if super().is_locked(key) and self._owner_gone(key):
-                self._owner_path(key).unlink(missing_ok=True)
-                self._lock_path_for_key(key).unlink(missing_ok=True)
-                self._locks.pop(key, None)
-        return super().is_locked(key)
-
-    def _owner_gone(self, key: str) -> bool:
-        try:
-            host, pid = self._owner_path(key).read_text().split()
-        except (OSError, ValueError):
-            return False  # no owner written yet: the lock is being taken right now
-        return gone(host, pid)
 
 
 def cached(task_fn, cache_dir: str):
@@ -122,11 +99,10 @@ def cached(task_fn, cache_dir: str):
         persist_result=True, result_storage=results)
 
 
-def cache_layout(cache_dir: str) -> tuple[Path, Path, ProcessLockManager]:
+def cache_layout(cache_dir: str) -> tuple[Path, Path, FileLockManager]:
     """Where the cache keeps results, their keys and its locks: one layout for tasks and ``result_store``."""
     root = Path(cache_dir).resolve()
-    return root / "results", root / "keys", ProcessLockManager(lock_files_directory=root / "locks")
-
+    return root / "results", root / "keys", FileLockManager(root / "locks")
 
 def result_store(cache_dir: str):
     """The stage cache's store, for results kept without a task."""
@@ -161,8 +137,44 @@ def keep(cache_dir: str, key: str, value: Any) -> None:
         store.release_lock(key, holder=holder)
 
 
-def embedder_for(embedding: dict[str, Any]):
-    return shared_embedder(embedding["model"], embedding["device"], embedding["batch_size"], embedding["backend"])
+class StageCalls:
+    """Calls stage tasks through the cache, counting hits, misses and seconds per stage."""
+
+    def __init__(self, cache_dir: str, quote_inputs: bool = True):
+        from prefect.utilities.annotations import quote
+
+        self.cache_dir = cache_dir
+        self.hits = self.misses = 0
+        self.seconds: dict[str, float] = {}
+        # quote(): our inputs are plain data, never futures, so Prefect need not walk them (seconds per warm grid).
+        # Not on Dask, whose graphs read the annotation (a tuple) as a task.
+        self.wrap = quote if quote_inputs else (lambda value: value)
+
+    def call_many(self, stage: str, task_fn, *calls: tuple) -> list:
+        """Submit the calls to the flow's task runner together, then collect their results in order."""
+        started = time.perf_counter()
+        futures = [cached(task_fn, self.cache_dir).submit(*map(self.wrap, args)) for args in calls]
+        results = []
+        for future in futures:
+            future.wait()
+            if future.state.name == "Cached":
+                self.hits += 1
+            else:
+                self.misses += 1
+            results.append(future.state.result())
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - started
+        return results
+
+    def call(self, stage: str, task_fn, *args):
+        return self.call_many(stage, task_fn, args)[0]
+
+    def counts(self) -> dict[str, float]:
+        return {"cache_hits": self.hits, "cache_misses": self.misses,
+                **{f"seconds_{stage}": s for stage, s in self.seconds.items()}}
+
+
+def embedder_for(embedding: EmbeddingConfig):
+    return shared_embedder(embedding.model, embedding.device, embedding.batch_size, embedding.backend)
 
 
 @task(name="chunk-articles")
@@ -171,75 +183,75 @@ def chunk_articles(contexts: list[str], size: int, overlap: int, code: str):
 
 
 @task(name="rank")
-def rank(spec: dict[str, Any], examples: list, articles: dict, embedding: dict[str, Any], code: str):
-    retriever = pipeline.build_retriever(spec, embedder_for(embedding))
-    return pipeline.rank_examples(retriever, examples, articles)
+def rank(retriever, examples: list, articles: dict, embedding: EmbeddingConfig, code: str):
+    built = components.with_resources(retriever, embedder=embedder_for(embedding))
+    return pipeline.rank_examples(built, examples, articles)
 
 
 @task(name="answer")
-def answer(llm: dict[str, Any], questions: list[str], sentence_lists: list[list[str]], embedding: dict[str, Any],
+def answer(llm: LLMConfig, questions: list[str], sentence_lists: list[list[str]], embedding: EmbeddingConfig,
            llm_cache: str, code: str) -> dict[str, Any]:
     """Answers and the LLM usage they cost (calls, cache hits, retries, tokens, cost)."""
-    if llm["kind"] == "extractive":
-        reader = ExtractiveReader(embedder_for(embedding), n_sentences=llm["n_sentences"])
-        return {"answers": reader.answer(questions, sentence_lists), "usage": {}}
     from flows.llm import client_for, progress_bar
-    from opi.llm.reader import LLMReader
 
-    client = client_for(llm, llm_cache)
-    bar, update = progress_bar(len(questions), f"answers ({llm['name']})", client)
+    client = client_for(llm, llm_cache) if llm.endpoint else None
+    reader = components.with_resources(llm.reader, embedder=embedder_for(embedding), client=client)
+    if client is None:
+        return {"answers": reader.answer(questions, sentence_lists), "usage": {}}
+    bar, update = progress_bar(len(questions), f"answers ({llm.name})", client)
     with bar:
-        answers = LLMReader(client).answer(questions, sentence_lists, update)
+        answers = reader.answer(questions, sentence_lists, update)
     return {"answers": answers, "usage": client.usage.as_metrics("llm_answer")}
 
 
-def _make_classifier(classifier: dict[str, Any], embedding: dict[str, Any], seed: int):
-    embedder_for(embedding)  # the pipeline's features use this same shared embedder
-    return lambda: LocalRelationClassifier(classifier["family"], classifier["C"], seed, embedding["model"],
-                                           embedding["device"])
+def _resources(embedding: EmbeddingConfig, seed: int, relation_set: str | None = None) -> dict[str, Any]:
+    from opi.relations import load_relation_set
+
+    return {"embedder": embedder_for(embedding), "embedding": embedding, "seed": seed,
+            **({"relation_set": load_relation_set(relation_set)} if relation_set else {})}
 
 
 @task(name="classify")
-def classify(classifier: dict[str, Any], llm: dict[str, Any], pool_ids: list[str], pool: list[Triple],
-             labels: list[str], apply_ids: list[str], apply: list[Triple], embedding: dict[str, Any],
-             relation_set: str, seed: int, llm_cache: str, code: str, registered_uri: str | None = None
-             ) -> dict[str, Any]:
-    """Predicted relations (``unknown`` where an LLM reply could not be parsed) and what it cost.
+def classify(classifier, llm: LLMConfig, pool_ids: list[str], pool: list[Triple], labels: list[str],
+             apply_ids: list[str], apply: list[Triple], embedding: EmbeddingConfig, relation_set: str, seed: int,
+             llm_cache: str, code: str, registered_uri: str | None = None) -> dict[str, Any]:
+    """Predicted relations (``unknown`` where an LLM reply could not be parsed), what it cost, and counts.
 
-    ``registered_uri`` (``models:/name/version``) applies a model from the MLflow registry as it is: no
-    cross-fitting, so its training data should not overlap the evaluated examples.
+    A classifier that trains is cross-fitted on the gold ``pool`` (no example labelled by a model that saw it);
+    ``registered_uri`` (``models:/name/version``) applies a model from the MLflow registry as it is: its training
+    data should not overlap the evaluated examples.
     """
+    resources = _resources(embedding, seed, relation_set)
     if registered_uri:
         import mlflow.sklearn
 
-        pipeline = mlflow.sklearn.load_model(registered_uri)
-        return {"predicted": LocalRelationClassifier(pipeline=pipeline).predict(apply), "usage": {}}
-    if classifier["kind"] == "local":
-        return {"predicted": cross_fit_predict(_make_classifier(classifier, embedding, seed), pool_ids, pool, labels,
-                                               apply_ids, apply, classifier["folds"]), "usage": {}}
+        model = components.with_resources(classifier, pipeline=mlflow.sklearn.load_model(registered_uri), **resources)
+        return {"predicted": model.predict(apply), "usage": {}, "counts": {}}
+    if getattr(classifier, "trains", False):
+        predicted = cross_fit_predict(lambda: components.with_resources(classifier, **resources), pool_ids, pool,
+                                      labels, apply_ids, apply, getattr(classifier, "folds", 5))
+        return {"predicted": predicted, "usage": {}, "counts": {}}
     from flows.llm import client_for, progress_bar
-    from opi.classify import LLMRelationClassifier
-    from opi.relations import load_relation_set
 
-    client = client_for(llm, llm_cache, model=classifier.get("model"))
-    model = LLMRelationClassifier(client, load_relation_set(relation_set), classifier["parse_retries"],
-                                  finetuned=classifier["kind"] == "finetuned")
-    bar, update = progress_bar(len(apply), f"relations ({classifier['name']})", client)
+    client = client_for(llm, llm_cache, model=getattr(classifier, "model", None))
+    model = components.with_resources(classifier, client=client, **resources)
+    bar, update = progress_bar(len(apply), f"relations ({classifier.name})", client)
     with bar:
         predicted = model.predict(apply, update)
-    return {"predicted": predicted,
-            "usage": {**client.usage.as_metrics("llm_classify"), "parse_failures": float(model.parse_failures)}}
+    return {"predicted": predicted, "usage": client.usage.as_metrics("llm_classify"),
+            "counts": {"parse_failures": float(getattr(model, "parse_failures", 0))}}
 
 
 @task(name="classifier-accuracy")
-def classifier_accuracy(classifier: dict[str, Any], pool_ids: list[str], pool: list[Triple], labels: list[str],
-                        embedding: dict[str, Any], seed: int, code: str) -> float:
-    return cross_validated_accuracy(_make_classifier(classifier, embedding, seed), pool_ids, pool, labels,
-                                    classifier["folds"])
+def classifier_accuracy(classifier, pool_ids: list[str], pool: list[Triple], labels: list[str],
+                        embedding: EmbeddingConfig, seed: int, code: str) -> float:
+    resources = _resources(embedding, seed)
+    return cross_validated_accuracy(lambda: components.with_resources(classifier, **resources), pool_ids, pool,
+                                    labels, getattr(classifier, "folds", 5))
 
 
 @task(name="answer-similarity")
-def answer_similarity(gold: list[str], generated: list[str], embedding: dict[str, Any], code: str) -> list[float]:
+def answer_similarity(gold: list[str], generated: list[str], embedding: EmbeddingConfig, code: str) -> list[float]:
     from opi.metrics.opi import cosine_rows
 
     embedder = embedder_for(embedding)
@@ -247,7 +259,7 @@ def answer_similarity(gold: list[str], generated: list[str], embedding: dict[str
 
 
 @task(name="answer-quality")
-def answer_quality(metrics: dict[str, Any], llm: dict[str, Any], questions: list[str], truths: list[str],
+def answer_quality(metrics: MetricsConfig, llm: LLMConfig, questions: list[str], truths: list[str],
                    answers: list[str], similarities: list[float], llm_cache: str, code: str) -> dict[str, Any]:
     """LLM-scored answer metrics per example (None where a reply could not be parsed) and their usage."""
     from flows.llm import client_for
@@ -257,23 +269,23 @@ def answer_quality(metrics: dict[str, Any], llm: dict[str, Any], questions: list
     client = client_for(llm, llm_cache)
     columns: dict[str, list] = {}
     counts: dict[str, float] = {}
-    if metrics["correctness"]:
-        scorer = AnswerCorrectness(client, metrics["correctness_weights"], metrics["similarity_threshold"],
-                                   metrics["parse_retries"])
+    if metrics.correctness:
+        scorer = AnswerCorrectness(client, metrics.correctness_weights, metrics.similarity_threshold,
+                                   metrics.parse_retries)
         results = [scorer.score(q, a, t, s) for q, a, t, s in zip(questions, answers, truths, similarities)]
         columns["correctness"] = [r.score for r in results]
         columns["correctness_f1"] = [r.f1 for r in results]
         counts["correctness_failures"] = float(sum(r.score is None for r in results))
-    if metrics["judge"]:
-        judge = LLMJudge(client, metrics["parse_retries"])
+    if metrics.judge:
+        judge = LLMJudge(client, metrics.parse_retries)
         columns["judge_score"] = judge.score(questions, truths, answers)
         counts["judge_failures"] = float(judge.parse_failures)
     return {"columns": columns, "counts": counts, "usage": client.usage.as_metrics("llm_metrics")}
 
 
 @task(name="sweep-report")
-def sweep_report(runs: dict, relations: list[str], settings, code: str):
+def sweep_report(configurations: list, relations: list[str], settings, code: str):
     """The sweep report's tables and tests (its permutation tests are most of a warm sweep's time otherwise)."""
     from opi.report import build_report
 
-    return build_report(dict(runs), relations, settings)
+    return build_report(configurations, relations, settings)

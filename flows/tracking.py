@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import atexit
-import fcntl
 import logging
 import os
 import tempfile
@@ -15,6 +14,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from flows.owners import gone, this_process
+from opi.schemas import ReportConfig, TrackingConfig
 
 log = logging.getLogger("opi")
 PARENT_ENV = "OPI_PARENT_RUN_ID"
@@ -44,24 +44,24 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def _mlflow(tracking: dict[str, Any]):
+def _mlflow(tracking: TrackingConfig):
     import mlflow
 
-    uri = tracking["tracking_uri"]
+    uri = tracking.tracking_uri
     mlflow.set_tracking_uri(uri)
     with store_setup_lock(uri):  # two processes creating a new SQLite store at once would race its migrations
-        experiment = mlflow.get_experiment_by_name(tracking["experiment"])
+        experiment = mlflow.get_experiment_by_name(tracking.experiment)
         if experiment is None:
-            location = Path(tracking["artifact_location"]).resolve()
+            location = Path(tracking.artifact_location).resolve()
             location.mkdir(parents=True, exist_ok=True)
-            mlflow.create_experiment(tracking["experiment"], artifact_location=location.as_uri(),
+            mlflow.create_experiment(tracking.experiment, artifact_location=location.as_uri(),
                                      tags=EXPERIMENT_TAGS)
         elif KIND_TAG not in experiment.tags:
             mlflow.MlflowClient().set_experiment_tag(experiment.experiment_id, KIND_TAG, EXPERIMENT_TAGS[KIND_TAG])
-    mlflow.set_experiment(tracking["experiment"])
+    mlflow.set_experiment(tracking.experiment)
     if uri not in _ORPHANS_CHECKED:
         _ORPHANS_CHECKED.add(uri)
-        fail_orphans(mlflow.MlflowClient(), mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id)
+        fail_orphans(mlflow.MlflowClient(), mlflow.get_experiment_by_name(tracking.experiment).experiment_id)
     return mlflow
 
 
@@ -74,20 +74,18 @@ def store_setup_lock(uri: str):
     if not uri.startswith("sqlite:///"):
         yield
         return
+    from filelock import FileLock
+
     database = Path(uri.removeprefix("sqlite:///"))
     database.parent.mkdir(parents=True, exist_ok=True)
-    with open(database.with_name(database.name + ".setup-lock"), "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with FileLock(database.with_name(database.name + ".setup-lock")):
+        yield
 
 
-def run_tags(tracking: dict[str, Any]) -> dict[str, str]:
+def run_tags(tracking: TrackingConfig) -> dict[str, str]:
     """Tags of every run OPI opens: its owner process (for fail_orphans) and the sweep's label, if any."""
     host, pid = this_process()
-    return {"opi.host": host, "opi.pid": pid, **({"opi.label": tracking["label"]} if tracking.get("label") else {})}
+    return {"opi.host": host, "opi.pid": pid, **({"opi.label": tracking.label} if tracking.label else {})}
 
 
 def fail_orphans(client, experiment_id: str) -> None:
@@ -103,14 +101,15 @@ def fail_orphans(client, experiment_id: str) -> None:
                     run.info.run_id, run.info.run_name)
 
 
-def log_run(tracking: dict[str, Any], run_name: str, config: dict[str, Any], metrics: dict[str, float],
+def log_run(tracking: TrackingConfig, run_name: str, config: dict[str, Any], metrics: dict[str, float],
             tables: dict[str, Any], tags: dict[str, str]) -> str:
-    """Log one configuration's run (nested under the multirun parent when there is one); returns its id."""
+    """Log one configuration's run (nested under the multirun parent when there is one); returns its id.
+    ``config``: its effective settings as plain data (params and config.yaml)."""
     from mlflow.entities import Metric, Param
 
     mlflow = _mlflow(tracking)
     client = mlflow.MlflowClient()
-    experiment_id = mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id
+    experiment_id = mlflow.get_experiment_by_name(tracking.experiment).experiment_id
     parent = os.environ.get(PARENT_ENV)
     all_tags = {**tags, **run_tags(tracking), **({"mlflow.parentRunId": parent} if parent else {})}
     run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
@@ -147,37 +146,34 @@ class MultirunParentRun(Callback):
     """Opens a parent MLflow run when a multirun starts; every job becomes its child; closes it at the end."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        tracking = OmegaConf.to_container(config.tracking, resolve=True)
-        if not tracking.get("enabled", True):
+        tracking: TrackingConfig = OmegaConf.to_object(config.tracking)
+        if not tracking.enabled:
             return
         mlflow = _mlflow(tracking)
         overrides = " ".join(config.hydra.overrides.task) or "defaults"
         experiment = config.hydra.runtime.choices.get("experiment") or "sweep"
-        experiment_id = mlflow.get_experiment_by_name(tracking["experiment"]).experiment_id
+        experiment_id = mlflow.get_experiment_by_name(tracking.experiment).experiment_id
         run = mlflow.MlflowClient().create_run(experiment_id, run_name=f"{experiment} | {overrides}"[:200],
                                                tags={"opi.role": "sweep", **run_tags(tracking)})
         os.environ[PARENT_ENV] = run.info.run_id
         # interrupted (Ctrl-C, an exception): the parent must not stay RUNNING; normal ends close it below first
-        atexit.register(_close_if_open, tracking["tracking_uri"], run.info.run_id)
-        log.info("MLflow parent run %s (experiment %s)", run.info.run_id, tracking["experiment"])
+        atexit.register(_close_if_open, tracking.tracking_uri, run.info.run_id)
+        log.info("MLflow parent run %s (experiment %s)", run.info.run_id, tracking.experiment)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         parent = os.environ.pop(PARENT_ENV, None)
         if parent is None:
             return
-        tracking = OmegaConf.to_container(config.tracking, resolve=True)
-        client = _mlflow(tracking).MlflowClient()
+        client = _mlflow(OmegaConf.to_object(config.tracking)).MlflowClient()
         from flows.report import log_sweep_report, log_sweep_summary
+        from opi.report import ReportSettings
 
         log_sweep_summary(client, parent)
-        report = OmegaConf.to_container(config.report, resolve=True)
-        if report["enabled"]:
-            from opi.report import ReportSettings
-
+        report: ReportConfig = OmegaConf.to_object(config.report)
+        if report.enabled:
             try:
-                log_sweep_report(client, parent, ReportSettings(
-                    config.metrics.beta, report["confidence"], report["resamples"], report["alpha"],
-                    report["permutations"], config.seed), cache_dir=config.paths.cache_dir)
+                log_sweep_report(client, parent, ReportSettings(report, config.metrics.beta, config.seed),
+                                 cache_dir=config.paths.cache_dir)
             except Exception as err:  # the runs are logged; a report problem must not leave the parent open
                 log.warning("sweep report failed (%s: %s); rebuild it with: opi-report --sweep %s",
                             type(err).__name__, err, parent)

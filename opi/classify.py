@@ -11,19 +11,18 @@ and therefore the trained models, are the same for every retriever configuration
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Optional, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from opi.relations import UNKNOWN, RelationSet, Triple
 
-@dataclass(frozen=True)
-class Triple:
-    text: str
-    question: str
-    answer: str
+__all__ = ["Triple", "LocalRelationClassifier", "LLMRelationClassifier", "cross_fit_predict",
+           "cross_validated_accuracy", "parse_relation", "relation_pipeline"]
 
 
 def fold_of(example_id: str, folds: int) -> int:
@@ -80,31 +79,52 @@ def triples_frame(triples: Sequence[Triple]):
                          "answer": [t.answer for t in triples]})
 
 
+@dataclass
 class LocalRelationClassifier:
-    """``relation_pipeline`` behind the fit/predict-on-triples interface the evaluation uses."""
+    """``relation_pipeline`` behind the fit/predict-on-triples interface; trained on gold triples and applied
+    cross-fitted (``folds``), or, given a fitted ``pipeline`` (a registered model), applied as it is."""
 
-    name = "local"
+    trains: ClassVar[bool] = True
+    name: str = "local-clf"
+    family: str = "logreg"  # logreg | linear_svc
+    C: float = 30.0
+    folds: int = 5  # cross-fitting: each example is labelled by a model fitted on the other folds
+    registered: Optional[str] = None  # a registered model (models:/name@alias): applied as it is, no training
+    seed: int = 0
+    embedding: Any = field(default=None, repr=False)  # the run's EmbeddingConfig (the features' model)
+    pipeline: Any = field(default=None, repr=False)
 
-    def __init__(self, family: str = "logreg", C: float = 30.0, seed: int = 0,
-                 embedding_model: str = "packaged:all-MiniLM-L6-v2", device: str = "cpu", pipeline=None):
-        self.pipeline = pipeline or relation_pipeline(family, C, seed, embedding_model, device)
-        self.fitted = pipeline is not None
+    def __post_init__(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
+        if self.C <= 0:
+            raise ValueError(f"C must be > 0, got {self.C}")
+        if self.folds < 2:
+            raise ValueError(f"folds must be >= 2, got {self.folds}")
+        self.fitted = self.pipeline is not None
 
     def fit(self, triples: Sequence[Triple], labels: Sequence[str]) -> "LocalRelationClassifier":
         if len(set(labels)) < 2:
             raise ValueError("the relation classifier needs training examples of at least two relations")
+        model = getattr(self.embedding, "model", "packaged:all-MiniLM-L6-v2")
+        device = getattr(self.embedding, "device", "cpu")
+        self.pipeline = relation_pipeline(self.family, self.C, self.seed, model, device)
         self.pipeline.fit(triples_frame(triples), list(labels))
         self.fitted = True
         return self
 
-    def predict(self, triples: Sequence[Triple]) -> list[str]:
+    def predict(self, triples: Sequence[Triple], progress=None) -> list[str]:
         if not self.fitted:
             raise RuntimeError("fit the classifier first")
         return [str(label) for label in self.pipeline.predict(triples_frame(triples))]
 
+    def fresh(self) -> "LocalRelationClassifier":
+        """An unfitted copy with the same settings (one per cross-fitting fold)."""
+        return dataclasses.replace(self, pipeline=None)
 
-def cross_fit_predict(make_classifier, pool_ids: Sequence[str], pool: Sequence[Triple], labels: Sequence[str],
-                      apply_ids: Sequence[str], apply: Sequence[Triple], folds: int = 5) -> list[str]:
+
+def cross_fit_predict(make_classifier: Callable[[], Any], pool_ids: Sequence[str], pool: Sequence[Triple],
+                      labels: Sequence[str], apply_ids: Sequence[str], apply: Sequence[Triple], folds: int = 5) -> list[str]:
     """Label ``apply[i]`` with a classifier fitted on the gold ``pool`` triples outside ``apply_ids[i]``'s fold.
 
     The pool is typically the whole labelled dataset; folds come from a hash of the id, so an example is never
@@ -146,59 +166,50 @@ def parse_relation(reply: str, labels: Sequence[str]) -> str | None:
     return bare if bare in labels else None
 
 
+@dataclass
 class LLMRelationClassifier:
     """Asks an LLM (base or fine-tuned) for the relation, with a JSON schema whose enum is the label set where the
     server supports structured output. An unparsable reply is asked again ``parse_retries`` times with a reminder,
     then recorded as ``unknown`` (counted as wrong, counted in ``parse_failures``): never NaN, never dropped."""
 
-    name = "llm"
+    trains: ClassVar[bool] = False
+    name: str = "llm-clf"
+    parse_retries: int = 2
+    model: Optional[str] = None  # another model on the same endpoint, e.g. a fine-tuned one (ft:gpt-4o-...)
+    finetuned: bool = False  # the model was fine-tuned with opi-train-classifier: ask in its training format
+    prompt: str = "relation"
+    client: Any = field(default=None, repr=False)
+    relation_set: Optional[RelationSet] = field(default=None, repr=False)
 
-    def __init__(self, client, relation_set, parse_retries: int = 2, prompt_name: str = "relation",
-                 finetuned: bool = False):
-        from opi.llm.prompts import load_prompt
-
-        self.finetuned = finetuned  # a fine-tuned model gets its training format (opi.llm.finetune.chat_messages)
-        self.client = client
-        self.relations = relation_set
-        self.parse_retries = parse_retries
-        self.prompt = load_prompt(prompt_name)
+    def __post_init__(self):
+        if self.finetuned and not self.model:
+            raise ValueError("a fine-tuned classifier needs model=<fine-tuned model id>")
+        if self.parse_retries < 0:
+            raise ValueError(f"parse_retries must be >= 0, got {self.parse_retries}")
         self.parse_failures = 0
-        self.schema = {"type": "json_schema", "json_schema": {"name": "relation", "strict": True, "schema": {
-            "type": "object", "additionalProperties": False, "required": ["relation"],
-            "properties": {"relation": {"type": "string", "enum": list(relation_set.labels)}}}}}
 
     def messages(self, triple: Triple) -> list[dict[str, str]]:
+        from opi.llm.prompts import load_prompt
         from opi.llm.reader import format_sentences
 
         if self.finetuned:
             from opi.llm.finetune import chat_messages
 
-            return chat_messages(triple, self.relations)
-        definitions = "\n".join(f"- {label}: {text}" for label, text in self.relations.definitions.items())
-        content = self.prompt.render(definitions=definitions, sentences=format_sentences([triple.text]),
-                                     question=triple.question, answer=triple.answer,
-                                     labels=", ".join(self.relations.labels))
+            return chat_messages(triple, self.relation_set)
+        definitions = "\n".join(f"- {label}: {text}" for label, text in self.relation_set.definitions.items())
+        content = load_prompt(self.prompt).render(definitions=definitions, sentences=format_sentences([triple.text]),
+                                                  question=triple.question, answer=triple.answer,
+                                                  labels=", ".join(self.relation_set.labels))
         return [{"role": "user", "content": content}]
 
     def predict(self, triples: Sequence[Triple], progress=None) -> list[str]:
-        from opi.relations import UNKNOWN
+        from opi.llm.client import json_reply_format, object_schema
 
-        labels = self.relations.labels
-        conversations = [self.messages(t) for t in triples]
-        result: list[str | None] = [None] * len(triples)
-        for attempt in range(self.parse_retries + 1):
-            todo = [i for i, r in enumerate(result) if r is None]
-            if not todo:
-                break
-            schema = None if self.finetuned else self.schema
-            replies = self.client.complete_many([(conversations[i], schema) for i in todo],
-                                                progress if attempt == 0 else None)
-            for i, reply in zip(todo, replies):
-                result[i] = parse_relation(reply, labels)
-                if result[i] is None:
-                    conversations[i] = conversations[i] + [
-                        {"role": "assistant", "content": reply},
-                        {"role": "user", "content": 'Reply with only {"relation": "<label>"} using one of: '
-                                                    + ", ".join(labels)}]
-        self.parse_failures += sum(r is None for r in result)
-        return [r if r is not None else UNKNOWN for r in result]
+        labels = self.relation_set.labels
+        reply_format = None if self.finetuned else json_reply_format(
+            "relation", object_schema(relation={"type": "string", "enum": list(labels)}))
+        results, failures = self.client.ask_json(
+            [self.messages(t) for t in triples], reply_format, lambda reply: parse_relation(reply, labels),
+            self.parse_retries, 'Reply with only {"relation": "<label>"} using one of: ' + ", ".join(labels), progress)
+        self.parse_failures += failures
+        return [r if r is not None else UNKNOWN for r in results]

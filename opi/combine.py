@@ -1,22 +1,29 @@
-"""Combinations of retrievers, as pure functions over rankings and sentence ids.
+"""Combinations of retrievers: which chunks and complete sentences a configuration hands the reader.
 
+The rules are pure functions over rankings and sentence ids:
 - A- (algorithmic): weighted reciprocal-rank fusion, the rule of LangChain's ``EnsembleRetriever``:
   score(chunk) = sum over members of weight / (rank + c), rank from 1, c = 60. LangChain returns every fused
   chunk; the paper's combinations return the default 4, so the fused list is cut to ``k`` (``None`` = no cut).
 - S- (sentence): the union of the complete sentences each member retrieved with its own top-k, de-duplicated,
   in article order.
+The combination classes (``conf/combination/*.yaml`` name them with ``_target_``) carry the settings and the
+members (names in the ``retrievers`` catalogue), and apply a rule to one example's member rankings.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Iterable, Optional, Sequence
 
 from opi.retrievers.base import Ranking
 
-NAMED_SETS = {
-    "seven": ["knn", "dps", "bm25", "svm", "tfidf", "mmr", "edi"],
-    "four": ["knn", "dps", "tfidf", "mmr"],
-    "two": ["knn", "dps"],
-}
+SentencesOf = Callable[[Sequence[int]], list[int]]  # chunk ids -> the complete sentences they cover
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What one configuration retrieved for one example."""
+    chunk_ids: tuple[int, ...]
+    sentence_ids: tuple[int, ...]
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Ranking], weights: Sequence[float] | None = None, c: float = 60,
@@ -38,3 +45,64 @@ def reciprocal_rank_fusion(rankings: Sequence[Ranking], weights: Sequence[float]
 def sentence_union(sentence_id_groups: Iterable[Iterable[int]]) -> list[int]:
     """Union of the members' sentence ids, duplicates removed, in article order."""
     return sorted({i for group in sentence_id_groups for i in group})
+
+
+@dataclass
+class Single:
+    """One retriever alone (the ``retriever`` group's choice)."""
+
+    kind: ClassVar[str] = "single"
+    name: str = "single"
+    members: list[str] = field(default_factory=list)
+
+    def combine(self, rankings: Sequence[Ranking], sentences_of: SentencesOf) -> Retrieved:
+        (ranking,) = rankings
+        return Retrieved(ranking.chunk_ids, tuple(sentences_of(ranking.chunk_ids)))
+
+
+def _check_members(name: str, members: Sequence[str], weights: Sequence[float] | None = None) -> None:
+    if len(members) < 2:
+        raise ValueError(f"combination {name} needs at least two members, got {list(members)}")
+    if len(set(members)) != len(members):
+        raise ValueError(f"combination {name} lists a member twice: {list(members)}")
+    if weights is not None and len(weights) != len(members):
+        raise ValueError(f"combination {name}: {len(weights)} weights for {len(members)} members")
+
+
+@dataclass
+class RankFusion:
+    """A-: reciprocal-rank fusion of the members' rankings, cut to ``k`` chunks."""
+
+    kind: ClassVar[str] = "A-"
+    name: str = "A-"
+    members: list[str] = field(default_factory=list)
+    weights: Optional[list[float]] = None  # one per member; None = equal
+    c: float = 60.0
+    k: Optional[int] = 4  # None = keep every fused chunk (LangChain's EnsembleRetriever)
+
+    def __post_init__(self):
+        _check_members(self.name, self.members, self.weights)
+        if self.k is not None and self.k < 1:
+            raise ValueError(f"k must be >= 1 or null, got {self.k}")
+        if self.c <= 0:
+            raise ValueError(f"c must be > 0, got {self.c}")
+
+    def combine(self, rankings: Sequence[Ranking], sentences_of: SentencesOf) -> Retrieved:
+        fused = reciprocal_rank_fusion(rankings, self.weights, self.c, self.k)
+        return Retrieved(fused.chunk_ids, tuple(sentences_of(fused.chunk_ids)))
+
+
+@dataclass
+class SentenceUnion:
+    """S-: the union of the complete sentences each member retrieved."""
+
+    kind: ClassVar[str] = "S-"
+    name: str = "S-"
+    members: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        _check_members(self.name, self.members)
+
+    def combine(self, rankings: Sequence[Ranking], sentences_of: SentencesOf) -> Retrieved:
+        chunk_ids = tuple(dict.fromkeys(i for r in rankings for i in r.chunk_ids))
+        return Retrieved(chunk_ids, tuple(sentence_union(sentences_of(r.chunk_ids) for r in rankings)))

@@ -15,6 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from opi.schemas import DatasetConfig
+
 REQUIRED = ("context", "question", "answer")
 BUNDLED = "deeplogic-130"
 
@@ -55,12 +57,9 @@ def _fail_or_skip(message: str, reason: str, on_invalid: str, report: LoadReport
     report.dropped[reason] += 1
 
 
-MAX_CONTEXT_WORDS = 100_000
-
-
 def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence[str] | None = None,
              on_invalid: str = "error", require_relation: bool = False,
-             max_context_words: int = MAX_CONTEXT_WORDS) -> tuple[list[Example], LoadReport]:
+             max_context_words: int = DatasetConfig.max_context_words) -> tuple[list[Example], LoadReport]:
     """Turn raw records into Examples, checking fields, labels, ids and sizes. Row numbers count from 1."""
     if on_invalid not in ("error", "skip"):
         raise ValueError(f"on_invalid must be 'error' or 'skip', got {on_invalid!r}")
@@ -273,46 +272,41 @@ def balanced_split(examples: Sequence[Example], per_relation: int = 100, test_fr
     return train, test
 
 
-def load_examples(kind: str = "bundled", name: str = BUNDLED, path: str | None = None,
-                  columns: dict[str, str] | None = None, labels_path: str | None = None, label_join: str = "id",
-                  hub_repo: str = "neural-bridge/rag-dataset-12000", split: str = "all",
-                  relations: Sequence[str] | None = None, label_set: Sequence[str] | None = None,
-                  sample: int | None = None, limit: int | None = None, seed: int = 0, on_invalid: str = "error",
-                  require_relation: bool = True, split_per_relation: int = 10, test_fraction: float = 0.2,
-                  max_context_words: int = MAX_CONTEXT_WORDS) -> tuple[list[Example], LoadReport]:
-    """Load, validate and filter one dataset as ``conf/dataset/*.yaml`` describes it.
+def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str] | None = None, seed: int = 0,
+                  filtered: bool = True, require_relation: bool = True) -> tuple[list[Example], LoadReport]:
+    """Load, validate and (``filtered``) filter one dataset as ``conf/dataset/*.yaml`` describes it.
 
-    ``kind``: ``bundled`` (package data ``name``; ``split`` all/train/test through ``balanced_split``),
+    ``dataset.kind``: ``bundled`` (package data ``name``; ``split`` all/train/test through ``balanced_split``),
     ``rag12000`` (``path`` to a local copy, else the hub's ``split``), ``table`` (jsonl/csv/parquet + ``columns``),
-    ``squad`` (SQuAD JSON). ``label_set`` is the allowed labels; ``relations`` filters to some of them.
+    ``squad`` (SQuAD JSON). ``label_set`` is the allowed labels; ``dataset.relations`` filters to some of them.
+    Unfiltered, it is the whole source: the relation classifier's training pool.
     """
-    if kind == "bundled":
-        source, rows = f"bundled dataset {name}", load_bundled(name)
-    elif kind == "rag12000":
-        source = str(path) if path else f"{hub_repo} ({split})"
-        rows = read_table(path) if path else load_hub(hub_repo, split)
-    elif kind == "table":
-        if not path:
-            raise DataError("dataset kind 'table' needs dataset.path")
-        source, rows = str(path), read_table(path)
-    elif kind == "squad":
-        if not path:
-            raise DataError("dataset kind 'squad' needs dataset.path")
-        source, rows = str(path), load_squad(path)
+    d = dataset or DatasetConfig()
+    if d.kind == "bundled":
+        source, rows = f"bundled dataset {d.name}", load_bundled(d.name)
+    elif d.kind == "rag12000":
+        source = str(d.path) if d.path else f"{d.hub_repo} ({d.split})"
+        rows = read_table(d.path) if d.path else load_hub(d.hub_repo, d.split)
+    elif d.kind in ("table", "squad"):
+        if not d.path:
+            raise DataError(f"dataset kind {d.kind!r} needs dataset.path")
+        source, rows = str(d.path), read_table(d.path) if d.kind == "table" else load_squad(d.path)
     else:
-        raise DataError(f"unknown dataset kind {kind!r}; use bundled, rag12000, table or squad")
+        raise DataError(f"unknown dataset kind {d.kind!r}; use bundled, rag12000, table or squad")
     if not rows:
         raise DataError(f"{source}: the dataset has zero rows")
-    rows = rename_columns(rows, columns, source)
-    if labels_path:
-        rows = join_labels(rows, labels_path, label_join)
-    examples, report = validate(rows, source, label_set, on_invalid, require_relation, max_context_words)
-    if kind == "bundled" and split != "all":
-        train, test = balanced_split(examples, split_per_relation, test_fraction, seed)
-        examples = {"train": train, "test": test}.get(split)
+    rows = rename_columns(rows, d.columns, source)
+    if d.labels_path:
+        rows = join_labels(rows, d.labels_path, d.label_join)
+    examples, report = validate(rows, source, label_set, d.on_invalid, require_relation, d.max_context_words)
+    if d.kind == "bundled" and d.split != "all":
+        train, test = balanced_split(examples, d.split_per_relation, d.test_fraction, seed)
+        examples = {"train": train, "test": test}.get(d.split)
         if examples is None:
-            raise DataError(f"bundled dataset split must be all, train or test, got {split!r}")
-    return select(examples, relations, sample, limit, seed), report
+            raise DataError(f"bundled dataset split must be all, train or test, got {d.split!r}")
+    if not filtered:
+        return examples, report
+    return select(examples, d.relations, d.sample, d.limit, seed), report
 
 
 def evidence_spread(example: Example, chunks) -> bool | None:

@@ -58,9 +58,9 @@ class SentenceEmbedder(Embeddings):
                 raise RuntimeError(
                     f"cannot load embedding model {self.model_id!r} ({path}); offline, use the packaged default "
                     f"{PACKAGED_MINILM!r} or a local folder") from err
-            for name, module in list(model._modules.items()):
-                if isinstance(module, Normalize):
-                    del model._modules[name]
+            if any(isinstance(module, Normalize) for module in model):
+                model = SentenceTransformer(modules=[m for m in model if not isinstance(m, Normalize)],
+                                            device=self.device)
             self._model = model
         return self._model
 
@@ -91,11 +91,6 @@ class SentenceEmbedder(Embeddings):
     @property
     def dimension(self) -> int:
         return int(self._load().get_sentence_embedding_dimension())
-
-    def preload(self, vectors: dict[str, np.ndarray]) -> None:
-        """Seed the cache with vectors computed elsewhere (e.g. restored from a persisted task result)."""
-        with self._lock:
-            self._cache.update(vectors)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.encode(list(texts)).tolist()

@@ -7,18 +7,16 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import pandas as pd
 
 from opi.chunking import Chunk, chunk_article, document_id
-from opi.combine import reciprocal_rank_fusion, sentence_union
+from opi.combine import Retrieved, sentence_union
 from opi.data import Example
 from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS, diagnose
-from opi.retrievers import RETRIEVERS, Ranking, Retriever
-from opi.sentences import Sentence, expand, split_sentences
-
-MODES = ("single", "algorithmic", "sentence")
+from opi.retrievers import Ranking, Retriever
+from opi.sentences import Sentence, split_sentences
 
 
 @dataclass(frozen=True)
@@ -26,13 +24,6 @@ class Article:
     doc_id: str
     sentences: tuple[Sentence, ...]
     chunks: tuple[Chunk, ...]
-
-
-@dataclass(frozen=True)
-class Retrieved:
-    """What one configuration retrieved for one example."""
-    chunk_ids: tuple[int, ...]
-    sentence_ids: tuple[int, ...]
 
 
 def prepare_articles(contexts: Sequence[str], size: int = 100, overlap: int = 20) -> dict[str, Article]:
@@ -43,15 +34,6 @@ def prepare_articles(contexts: Sequence[str], size: int = 100, overlap: int = 20
         articles[document_id(context)] = Article(document_id(context), tuple(sentences),
                                                  tuple(chunk_article(context, sentences, size, overlap)))
     return articles
-
-
-def build_retriever(spec: dict[str, Any], embedder=None) -> Retriever:
-    """``spec`` = ``{"name": "bm25", "k": 4, ...parameters}`` as in ``conf/retriever/*.yaml``."""
-    params = dict(spec)
-    name = params.pop("name")
-    if name not in RETRIEVERS:
-        raise ValueError(f"unknown retriever {name!r}; known: {sorted(RETRIEVERS)}")
-    return RETRIEVERS[name](embedder=embedder, **params)
 
 
 def rank_examples(retriever: Retriever, examples: Sequence[Example], articles: dict[str, Article]
@@ -68,30 +50,18 @@ def rank_examples(retriever: Retriever, examples: Sequence[Example], articles: d
     return rankings
 
 
-def _sentences_of(article: Article, chunk_ids: Sequence[int]) -> list[int]:
-    return expand(article.chunks[i].sentence_ids for i in chunk_ids)
-
-
-def combine(mode: str, member_rankings: Sequence[dict[str, Ranking]], examples: Sequence[Example],
-            articles: dict[str, Article], k: int | None = 4, c: float = 60,
-            weights: Sequence[float] | None = None) -> dict[str, Retrieved]:
-    """single: the one member; algorithmic (A-): RRF cut to k; sentence (S-): union of members' sentences."""
-    if mode not in MODES:
-        raise ValueError(f"combination mode must be one of {MODES}, got {mode!r}")
-    if mode == "single" and len(member_rankings) != 1:
-        raise ValueError(f"mode 'single' takes one retriever, got {len(member_rankings)}")
+def combine(combination, member_rankings: Sequence[dict[str, Ranking]], examples: Sequence[Example],
+            articles: dict[str, Article]) -> dict[str, Retrieved]:
+    """Each example's member rankings through the combination's rule (``opi.combine``)."""
     retrieved = {}
     for example in examples:
         article = articles[document_id(example.context)]
-        rankings = [member[example.id] for member in member_rankings]
-        if mode == "sentence":
-            chunk_ids = tuple(dict.fromkeys(i for r in rankings for i in r.chunk_ids))
-            sentence_ids = sentence_union(_sentences_of(article, r.chunk_ids) for r in rankings)
-        else:
-            ranking = rankings[0] if mode == "single" else reciprocal_rank_fusion(rankings, weights, c, k)
-            chunk_ids = ranking.chunk_ids
-            sentence_ids = _sentences_of(article, chunk_ids)
-        retrieved[example.id] = Retrieved(tuple(chunk_ids), tuple(sentence_ids))
+
+        def sentences_of(chunk_ids, article=article):
+            return sentence_union(article.chunks[i].sentence_ids for i in chunk_ids)
+
+        retrieved[example.id] = combination.combine([member[example.id] for member in member_rankings],
+                                                    sentences_of)
     return retrieved
 
 
@@ -121,4 +91,12 @@ def prediction_rows(examples: Sequence[Example], retrieved: dict[str, Retrieved]
     })
     for column in diagnostics:
         rows[column] = pd.array(diagnostics[column], dtype="Float64")  # no evidence stays missing
+    return rows
+
+
+def with_scores(rows: pd.DataFrame, columns: dict[str, list]) -> pd.DataFrame:
+    """``rows`` with per-example answer scores added; a missing score (an unparsable LLM reply) stays missing."""
+    rows = rows.copy()
+    for column, values in columns.items():
+        rows[column] = pd.array(values, dtype="Float64")
     return rows

@@ -15,6 +15,14 @@ UNKNOWN = "unknown"  # recorded when a classifier cannot name a relation; always
 
 
 @dataclass(frozen=True)
+class Triple:
+    """What a relation classifier reads: the text (an article, or retrieved sentences), a question, an answer."""
+    text: str
+    question: str
+    answer: str
+
+
+@dataclass(frozen=True)
 class RelationSet:
     name: str
     definitions: dict[str, str]

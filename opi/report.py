@@ -22,20 +22,29 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from opi.metrics.opi import beta_key, summary
-from opi.metrics.stats import compare, confidence_intervals
+from opi.metrics.configuration import configuration_metrics
+from opi.metrics.opi import beta_key
+from opi.metrics.stats import compare
+from opi.schemas import ReportConfig
 
-DIAGNOSTICS = ["retrieved_sentences", "retrieved_words", "support_recall", "answer_found", "evidence_hit"]
-ANSWER_SCORES = ["similarity", "correctness", "judge_score"]
+SHOWN_MEANS = ["retrieved_sentences_mean", "retrieved_words_mean", "support_recall", "answer_found", "evidence_hit"]
+ANSWER_SCORES = {"bertsim": "similarity", "correctness": "correctness", "judge_mean": "judge_score"}
 
 
-@dataclass
+@dataclass(frozen=True)
+class Configuration:
+    """One configuration of a sweep, as its run recorded it."""
+    name: str  # the run name
+    kind: str  # single | A- | S-
+    setup: str  # kNN, A-Four, ...: the short label in plots
+    predictions: pd.DataFrame
+
+
+@dataclass(frozen=True)
 class ReportSettings:
+    """The report's statistics settings, and the sweep's β and seed."""
+    config: ReportConfig
     beta: float = 1.0
-    confidence: float = 0.95
-    resamples: int = 2000
-    alpha: float = 0.05
-    permutations: int = 9999
     seed: int = 0
 
 
@@ -46,11 +55,6 @@ def display(metric: str) -> str:
     return {"bertsim": "BERTSim", "lrcr": "LRCR"}.get(metric, metric)
 
 
-def kind_of(configuration: str) -> str:
-    setup = configuration.split(" | ")[0]
-    return "A-" if setup.startswith("A-") else "S-" if setup.startswith("S-") else "single"
-
-
 @dataclass
 class SweepReport:
     overall: pd.DataFrame
@@ -58,6 +62,7 @@ class SweepReport:
     strengths: pd.DataFrame
     answer_quality: pd.DataFrame
     settings: ReportSettings
+    labels: dict[str, str]  # configuration -> short label
     relation_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     def write(self, folder: str | Path) -> list[Path]:
@@ -70,8 +75,10 @@ class SweepReport:
         for name, table in tables.items():
             paths.append(folder / f"{name}.csv")
             table.to_csv(paths[-1], index=name.startswith("relation_"))
-        paths += [plot_heatmap(self.relation_tables[self.opi_name], folder / "heatmap.png", self.opi_name),
-                  plot_bars(self.overall, self.opi_name, self.settings.confidence, folder / "bars.png")]
+        paths += [plot_heatmap(self.relation_tables[self.opi_name], self.labels, folder / "heatmap.png",
+                               self.opi_name),
+                  plot_bars(self.overall, self.labels, self.opi_name, self.settings.config.confidence,
+                            folder / "bars.png")]
         (folder / "report.md").write_text(self.markdown())
         (folder / "report.html").write_text(self.html())
         return paths + [folder / "report.md", folder / "report.html"]
@@ -81,12 +88,12 @@ class SweepReport:
         return beta_key(self.settings.beta)
 
     def headline(self) -> str:
-        s, o = self.settings, self.overall
+        s, o = self.settings.config, self.overall
         best = o.iloc[0]
         tied = o[o["verdict"] == "not distinguishable"]["configuration"].tolist()
         text = (f"{len(o)} configurations, {int(best['n'])} examples each. Best by {display(self.opi_name)}: "
                 f"**{best['configuration']}** ({best[self.opi_name]:.3f}, {s.confidence:.0%} interval "
-                f"{best[self.opi_name + '_low']:.3f}-{best[self.opi_name + '_high']:.3f}). ")
+                f"{best[self.opi_name + '_ci_low']:.3f}-{best[self.opi_name + '_ci_high']:.3f}). ")
         if tied:
             text += (f"Not distinguishable from it at α = {s.alpha} (paired permutation test, Benjamini-Hochberg "
                      f"adjusted): {', '.join(tied)}.")
@@ -95,8 +102,8 @@ class SweepReport:
         return text
 
     def _sections(self) -> list[tuple[str, pd.DataFrame]]:
-        shown = ["configuration", "bertsim", "lrcr", self.opi_name, f"{self.opi_name}_low", f"{self.opi_name}_high",
-                 "p_adjusted", "verdict", *[c for c in DIAGNOSTICS if c in self.overall]]
+        shown = ["configuration", "bertsim", "lrcr", self.opi_name, f"{self.opi_name}_ci_low",
+                 f"{self.opi_name}_ci_high", "p_adjusted", "verdict", *[c for c in SHOWN_MEANS if c in self.overall]]
         singles = self.overall[self.overall["kind"] == "single"][shown]
         combinations = self.overall[self.overall["kind"] != "single"][shown]
         sections = [("Overall ranking", self.overall[shown])]
@@ -134,26 +141,26 @@ class SweepReport:
                 f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
 
 
-def build_report(runs: dict[str, pd.DataFrame], relations: Sequence[str], settings: ReportSettings | None = None
-                 ) -> SweepReport:
-    """The report for configurations evaluated on the same examples (``runs``: configuration -> predictions)."""
-    s = settings or ReportSettings()
-    if not runs:
+def build_report(configurations: Sequence[Configuration], relations: Sequence[str],
+                 settings: ReportSettings | None = None) -> SweepReport:
+    """The report for configurations evaluated on the same examples."""
+    s = settings or ReportSettings(ReportConfig())
+    if not configurations:
         raise ValueError("a report needs at least one configuration")
     key = beta_key(s.beta)
+    runs = {c.name: c.predictions for c in configurations}
     rows, per_relation = [], []
-    for configuration, predictions in runs.items():
-        metrics, table = summary(predictions, relations, sorted({s.beta, 1.0}))
-        intervals = confidence_intervals(predictions, s.beta, s.confidence, s.resamples, s.seed)
-        row = {"configuration": configuration, "kind": kind_of(configuration), "n": len(predictions)}
-        for name, interval in intervals.items():
-            row.update({name: interval.value, f"{name}_low": interval.low, f"{name}_high": interval.high})
+    for c in configurations:
+        metrics, table = configuration_metrics(c.predictions, relations, [1.0], s.beta, s.config.confidence,
+                                               s.config.resamples, s.seed)
+        row = {"configuration": c.name, "kind": c.kind, "n": len(c.predictions)}
+        for name in ("bertsim", "lrcr", key):
+            row.update({name: metrics[name], f"{name}_ci_low": metrics[f"{name}_ci_low"],
+                        f"{name}_ci_high": metrics[f"{name}_ci_high"]})
         row[f"{key}_mean"] = metrics[f"{key}_mean"]
-        for column in DIAGNOSTICS + ANSWER_SCORES[1:]:
-            if column in predictions and predictions[column].notna().any():
-                row[column] = float(pd.to_numeric(predictions[column]).mean())
+        row.update({name: value for name, value in metrics.items() if name in SHOWN_MEANS or name in ANSWER_SCORES})
         rows.append(row)
-        per_relation.append(table.assign(configuration=configuration))
+        per_relation.append(table.assign(configuration=c.name))
     overall = pd.DataFrame(rows).sort_values(key, ascending=False, kind="stable").reset_index(drop=True)
     overall = _against_best(overall, runs, s)
     long = pd.concat(per_relation, ignore_index=True)[["configuration", "relation", "n", "bertsim", "lrcr", key]]
@@ -161,17 +168,18 @@ def build_report(runs: dict[str, pd.DataFrame], relations: Sequence[str], settin
     relation_tables = {metric: long.pivot(index="relation", columns="configuration", values=metric)[order]
                        .reindex([r for r in relations if r in set(long["relation"])])
                        for metric in ("bertsim", "lrcr", key)}
-    return SweepReport(overall, long, _strengths(runs, long, s), _answer_quality(runs), s, relation_tables)
+    return SweepReport(overall, long, _strengths(runs, long, s), _answer_quality(overall), s,
+                       {c.name: c.setup for c in configurations}, relation_tables)
 
 
 def _against_best(overall: pd.DataFrame, runs: dict[str, pd.DataFrame], s: ReportSettings) -> pd.DataFrame:
     from scipy.stats import false_discovery_control
 
     best = overall["configuration"].iloc[0]
-    p_values = [np.nan] + [compare(runs[best], runs[c], "opi", s.beta, s.alpha, s.permutations, s.seed).p_value
-                           for c in overall["configuration"].iloc[1:]]
+    p_values = [np.nan] + [compare(runs[best], runs[c], "opi", s.beta, s.config.alpha, s.config.permutations,
+                                   s.seed).p_value for c in overall["configuration"].iloc[1:]]
     adjusted = [np.nan] + (list(false_discovery_control(p_values[1:])) if len(p_values) > 1 else [])
-    verdicts = ["best"] + ["lower" if p < s.alpha else "not distinguishable" for p in adjusted[1:]]
+    verdicts = ["best"] + ["lower" if p < s.config.alpha else "not distinguishable" for p in adjusted[1:]]
     return overall.assign(p_vs_best=p_values, p_adjusted=adjusted, verdict=verdicts)
 
 
@@ -185,8 +193,8 @@ def _strengths(runs: dict[str, pd.DataFrame], long: pd.DataFrame, s: ReportSetti
         if len(ranked) > 1:
             second = ranked.iloc[1]
             of = {c: runs[c][runs[c]["relation"] == relation] for c in (best["configuration"], second["configuration"])}
-            test = compare(of[best["configuration"]], of[second["configuration"]], "opi", s.beta, s.alpha,
-                           s.permutations, s.seed)
+            test = compare(of[best["configuration"]], of[second["configuration"]], "opi", s.beta, s.config.alpha,
+                           s.config.permutations, s.seed)
             record.update({"runner_up": second["configuration"], "margin": best[key] - second[key],
                            "p_value": test.p_value,
                            "verdict": "ahead" if test.significant else "not distinguishable"})
@@ -194,29 +202,23 @@ def _strengths(runs: dict[str, pd.DataFrame], long: pd.DataFrame, s: ReportSetti
     return pd.DataFrame(records)
 
 
-def _answer_quality(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    names = {"similarity": "bertsim", "correctness": "correctness", "judge_score": "judge_mean"}
-    rows = []
-    for configuration, predictions in runs.items():
-        row = {"configuration": configuration}
-        for column, name in names.items():
-            if column in predictions and predictions[column].notna().any():
-                row[name] = float(pd.to_numeric(predictions[column]).mean())
-        rows.append(row)
-    table = pd.DataFrame(rows).sort_values("bertsim", ascending=False, kind="stable").reset_index(drop=True)
-    for name in names.values():
+def _answer_quality(overall: pd.DataFrame) -> pd.DataFrame:
+    """Configurations ranked by BERTSim, with answer correctness and the judge where the runs have them."""
+    table = overall[["configuration", *[c for c in ANSWER_SCORES if c in overall]]]
+    table = table.sort_values("bertsim", ascending=False, kind="stable").reset_index(drop=True)
+    for name in ANSWER_SCORES:
         if name in table:
             table[f"{name}_rank"] = table[name].rank(ascending=False, method="min").astype("Int64")  # none: <NA>
     return table
 
 
-def plot_heatmap(table: pd.DataFrame, path: Path, metric: str = "opi_1") -> Path:
+def plot_heatmap(table: pd.DataFrame, labels: dict[str, str], path: Path, metric: str = "opi_1") -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    short = [c.split(" | ")[0] for c in table.columns]
+    short = [labels.get(c, c) for c in table.columns]
     fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(short), 1.2 + 0.4 * len(table)))
     image = ax.imshow(table.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(short)), short, rotation=45, ha="right")
@@ -233,17 +235,17 @@ def plot_heatmap(table: pd.DataFrame, path: Path, metric: str = "opi_1") -> Path
     return path
 
 
-def plot_bars(overall: pd.DataFrame, opi_name: str, confidence: float, path: Path) -> Path:
+def plot_bars(overall: pd.DataFrame, labels: dict[str, str], opi_name: str, confidence: float, path: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    short = [c.split(" | ")[0] for c in overall["configuration"]]
+    short = [labels.get(c, c) for c in overall["configuration"]]
     fig, axes = plt.subplots(1, 3, figsize=(max(9.0, 0.9 * len(short) * 1.5), 3.8), sharey=False)
     for ax, metric in zip(axes, ["bertsim", "lrcr", opi_name]):
         values = overall[metric].to_numpy()
-        errors = np.vstack([values - overall[f"{metric}_low"], overall[f"{metric}_high"] - values])
+        errors = np.vstack([values - overall[f"{metric}_ci_low"], overall[f"{metric}_ci_high"] - values])
         ax.bar(range(len(short)), values, yerr=errors, capsize=3, color="#4c72b0")
         ax.set_xticks(range(len(short)), short, rotation=60, ha="right", fontsize=8)
         ax.set_title(f"{display(metric)} ({confidence:.0%} interval)")

@@ -1,8 +1,10 @@
-"""Structured-config schemas for Hydra: one dataclass per config group, registered in Hydra's ConfigStore.
+"""The typed configuration: one dataclass per config group (``conf/<group>``), and ``OPIConfig``, the whole.
 
-Hydra rejects unknown keys and wrong types while composing; value ranges (k >= 1, overlap < size, beta > 0 ...)
-are checked by ``__post_init__`` when ``check_config`` turns the composed config into these objects, still
-before any data or model is loaded.
+Hydra composes against these schemas (``flows.config.register_configs``), so unknown keys and wrong types fail
+while composing; ``__post_init__`` checks value ranges when the composed config becomes these objects, before any
+data or model is loaded. Components (retriever, combination, reader, classifier) have no schema here: their own
+dataclass fields are their schema (``opi.components``), and in a checked ``OPIConfig`` those fields hold the
+components themselves, built without their run-time resources.
 """
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ class DatasetConfig:
     limit: Optional[int] = None
     on_invalid: str = "error"
     max_context_words: int = 100_000  # longer articles are refused (a wrong column or an unsplit corpus, usually)
+    split_per_relation: int = 10  # bundled split=train|test: examples per relation in the balanced split
+    test_fraction: float = 0.2
 
     def __post_init__(self):
         _require(self.max_context_words > 0, f"dataset.max_context_words must be > 0, got {self.max_context_words}")
@@ -72,97 +76,6 @@ class EmbeddingConfig:
 
 
 @dataclass
-class RetrieverConfig:
-    name: str = MISSING
-    k: int = 4
-
-    def __post_init__(self):
-        _require(self.k >= 1, f"retriever {self.name}: k must be >= 1, got {self.k}")
-
-
-@dataclass
-class DPSConfig(RetrieverConfig):
-    name: str = "dps"
-
-
-@dataclass
-class KNNConfig(RetrieverConfig):
-    name: str = "knn"
-
-
-@dataclass
-class TFIDFConfig(RetrieverConfig):
-    name: str = "tfidf"
-
-
-@dataclass
-class EDIConfig(RetrieverConfig):
-    name: str = "edi"
-
-
-@dataclass
-class BM25Config(RetrieverConfig):
-    name: str = "bm25"
-    k1: float = 1.5
-    b: float = 0.75
-    epsilon: float = 0.25
-
-    def __post_init__(self):
-        super().__post_init__()
-        _require(self.k1 >= 0 and 0 <= self.b <= 1, "retriever bm25: need k1 >= 0 and 0 <= b <= 1")
-
-
-@dataclass
-class SVMConfig(RetrieverConfig):
-    name: str = "svm"
-    C: float = 0.1
-    max_iter: int = 10000
-    tol: float = 1e-6
-
-    def __post_init__(self):
-        super().__post_init__()
-        _require(self.C > 0, f"retriever svm: C must be > 0, got {self.C}")
-
-
-@dataclass
-class MMRConfig(RetrieverConfig):
-    name: str = "mmr"
-    fetch_k: int = 20
-    lambda_mult: float = 0.5
-
-    def __post_init__(self):
-        super().__post_init__()
-        _require(self.fetch_k >= self.k, f"retriever mmr: fetch_k ({self.fetch_k}) must be >= k ({self.k})")
-        _require(0 <= self.lambda_mult <= 1, f"retriever mmr: lambda_mult must be in [0, 1], got {self.lambda_mult}")
-
-
-RETRIEVER_SCHEMAS = {cls().name: cls for cls in
-                     (DPSConfig, KNNConfig, BM25Config, SVMConfig, TFIDFConfig, MMRConfig, EDIConfig)}
-
-
-@dataclass
-class CombinationConfig:
-    name: str = "single"
-    mode: str = "single"  # single | algorithmic (A-) | sentence (S-)
-    members: list[str] = field(default_factory=list)  # names in `retrievers`; empty for single
-    weights: Optional[list[float]] = None
-    c: float = 60.0
-    k: Optional[int] = 4  # A- cut after fusion; null = keep all fused chunks (LangChain's behaviour)
-
-    def __post_init__(self):
-        _require(self.mode in ("single", "algorithmic", "sentence"),
-                 f"combination.mode must be single, algorithmic or sentence, got {self.mode!r}")
-        unknown = [m for m in self.members if m not in RETRIEVER_SCHEMAS]
-        _require(not unknown, f"combination.members: unknown retriever(s) {unknown}; known: {sorted(RETRIEVER_SCHEMAS)}")
-        _require(self.mode == "single" or len(self.members) >= 2,
-                 f"combination {self.name}: mode {self.mode} needs at least two members")
-        _require(self.weights is None or len(self.weights) == len(self.members),
-                 "combination.weights needs one weight per member")
-        _require(self.k is None or self.k >= 1, f"combination.k must be >= 1 or null, got {self.k}")
-        _require(self.c > 0, f"combination.c must be > 0, got {self.c}")
-
-
-@dataclass
 class LocalServerConfig:
     model: str = "smollm2"  # a packaged model name or a path to a .gguf file
     threads: int = 2
@@ -172,9 +85,10 @@ class LocalServerConfig:
 
 @dataclass
 class LLMConfig:
-    kind: str = "extractive"  # extractive (offline reader, not an LLM) | openai (any OpenAI-compatible endpoint)
-    name: str = "extractive"
-    n_sentences: int = 2  # extractive only
+    """The reader, and the OpenAI-compatible endpoint that the reader, LLM classifiers and LLM-scored metrics ask.
+    No ``model``: no endpoint (the extractive reader)."""
+    name: str = MISSING  # how runs show it
+    reader: Any = MISSING  # the reader component (opi.llm.reader): _target_ + its settings
     model: Optional[str] = None
     base_url: Optional[str] = None  # null = OpenAI
     api_key_env: Optional[str] = "OPENAI_API_KEY"  # the NAME of the variable holding the key, never the key
@@ -191,10 +105,7 @@ class LLMConfig:
     local_server: Optional[LocalServerConfig] = None  # start a llama.cpp server on 127.0.0.1 for this run
 
     def __post_init__(self):
-        _require(self.kind in ("extractive", "openai"), f"llm.kind must be extractive or openai, got {self.kind!r}")
-        _require(self.n_sentences >= 1, f"llm.n_sentences must be >= 1, got {self.n_sentences}")
-        if self.kind == "openai":
-            _require(bool(self.model), "llm.model is required for an OpenAI-compatible LLM (e.g. llm.model=gpt-4o)")
+        if self.endpoint:
             _require(self.max_tokens > 0 and self.timeout > 0 and self.max_retries >= 0 and self.concurrency >= 1,
                      "llm.max_tokens and llm.timeout must be > 0, llm.max_retries >= 0, llm.concurrency >= 1")
             _require(self.requests_per_minute is None or self.requests_per_minute > 0,
@@ -202,26 +113,9 @@ class LLMConfig:
             _require(self.tokens_per_minute is None or self.tokens_per_minute > 0,
                      "llm.tokens_per_minute must be > 0 or null")
 
-
-@dataclass
-class ClassifierConfig:
-    kind: str = "local"  # local (scikit-learn) | llm (the configured LLM) | finetuned (a fine-tuned model id)
-    name: str = "local-clf"
-    folds: int = 5
-    family: str = "logreg"  # local: logreg | linear_svc
-    C: float = 30.0
-    registered: Optional[str] = None  # local: use a registered model, e.g. models:/opi-relation-classifier@champion
-    model: Optional[str] = None  # finetuned: the model id, e.g. ft:gpt-4o-2024-08-06:org::abc123
-    parse_retries: int = 2
-
-    def __post_init__(self):
-        _require(self.kind in ("local", "llm", "finetuned"),
-                 f"classifier.kind must be local, llm or finetuned, got {self.kind!r}")
-        _require(self.folds >= 2, f"classifier.folds must be >= 2, got {self.folds}")
-        _require(self.C > 0, f"classifier.C must be > 0, got {self.C}")
-        _require(self.family in ("logreg", "linear_svc"), f"classifier.family: logreg or linear_svc, got {self.family!r}")
-        _require(self.kind != "finetuned" or bool(self.model),
-                 "classifier=finetuned needs classifier.model=<fine-tuned model id>")
+    @property
+    def endpoint(self) -> bool:
+        return self.model is not None
 
 
 @dataclass
@@ -320,11 +214,11 @@ class OPIConfig:
     relations: RelationsConfig = MISSING
     chunking: ChunkingConfig = MISSING
     embedding: EmbeddingConfig = MISSING
-    retriever: Any = MISSING
-    retrievers: dict[str, Any] = field(default_factory=dict)
-    combination: CombinationConfig = MISSING
+    retriever: Any = MISSING  # a retriever component: the configuration's one retriever
+    retrievers: dict[str, Any] = field(default_factory=dict)  # every retriever, by name: members of combinations
+    combination: Any = MISSING  # a combination component (opi.combine): single, A- or S-
     llm: LLMConfig = MISSING
-    classifier: ClassifierConfig = MISSING
+    classifier: Any = MISSING  # a relation classifier component (opi.classify)
     metrics: MetricsConfig = MISSING
     tracking: TrackingConfig = MISSING
     report: ReportConfig = MISSING
@@ -333,41 +227,12 @@ class OPIConfig:
     train: Optional[TrainConfig] = None  # only opi-train-classifier composes it
     seed: int = 0
 
+    @property
+    def single(self) -> bool:
+        return not self.combination.members
 
-def register_configs() -> None:
-    from hydra.core.config_store import ConfigStore
-
-    cs = ConfigStore.instance()
-    cs.store(name="opi_schema", node=OPIConfig)
-    # Schemas live in their own group ("schema/..."), pulled in by each option's defaults list as
-    # `/schema/<group>@_here_`, so that `retriever=glob(*)` sweeps the real options only.
-    for group, node in [("dataset", DatasetConfig), ("relations", RelationsConfig), ("chunking", ChunkingConfig),
-                        ("embedding", EmbeddingConfig), ("combination", CombinationConfig), ("llm", LLMConfig),
-                        ("classifier", ClassifierConfig), ("metrics", MetricsConfig), ("tracking", TrackingConfig),
-                        ("report", ReportConfig), ("orchestration", OrchestrationConfig),
-                        ("train", TrainConfig)]:
-        cs.store(group="schema", name=group, node=node)
-    for name, node in RETRIEVER_SCHEMAS.items():
-        cs.store(group="schema/retriever", name=name, node=node)
-
-
-def check_config(cfg) -> OPIConfig:
-    """Run every schema's range checks; raises ValueError with the offending key in the message."""
-    from omegaconf import OmegaConf
-
-    checked: OPIConfig = OmegaConf.to_object(cfg)
-    for name, node in [("retriever", checked.retriever), *checked.retrievers.items()]:
-        retriever_name = node["name"] if isinstance(node, dict) else node.name
-        if retriever_name not in RETRIEVER_SCHEMAS:
-            raise ValueError(f"{name}: unknown retriever {retriever_name!r}; known: {sorted(RETRIEVER_SCHEMAS)}")
-        if isinstance(node, dict):
-            RETRIEVER_SCHEMAS[retriever_name](**node)
-    if checked.metrics.correctness or checked.metrics.judge:
-        _require(checked.llm.kind == "openai", "metrics.correctness and metrics.judge ask the configured LLM "
-                 "endpoint: choose an OpenAI-compatible llm (llm=gpt-4o, llm=local, ...)")
-    if checked.classifier.kind in ("llm", "finetuned"):
-        _require(checked.llm.kind == "openai", f"classifier={checked.classifier.kind} sends requests through the "
-                 "configured LLM endpoint: choose an OpenAI-compatible llm (llm=gpt-4o, llm=local, ...)")
-    missing = [m for m in checked.combination.members if m not in checked.retrievers]
-    _require(not missing, f"combination.members {missing} have no config under `retrievers`")
-    return checked
+    def members(self) -> dict[str, Any]:
+        """The retrievers this configuration runs, by name: the one retriever, or the combination's members."""
+        if self.single:
+            return {"retriever": self.retriever}
+        return {name: self.retrievers[name] for name in self.combination.members}

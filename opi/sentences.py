@@ -46,10 +46,5 @@ def overlapping_sentences(sentences: list[Sentence], start: int, end: int) -> li
     return [s.idx for s in sentences if s.start < end and start < s.end]
 
 
-def expand(sentence_id_groups: Iterable[Iterable[int]]) -> list[int]:
-    """Complete-sentence ids covered by several chunks: de-duplicated, in article order."""
-    return sorted({i for group in sentence_id_groups for i in group})
-
-
 def join_sentences(sentences: list[Sentence], ids: Iterable[int]) -> str:
     return " ".join(sentences[i].text for i in ids)

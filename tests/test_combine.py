@@ -1,8 +1,9 @@
 import pytest
 
-from opi.combine import NAMED_SETS, reciprocal_rank_fusion, sentence_union
-from opi.retrievers import RETRIEVERS, Ranking
-from opi.sentences import expand
+from opi.combine import RankFusion, SentenceUnion, reciprocal_rank_fusion, sentence_union
+from opi.components import with_resources
+from opi.retrievers import Ranking
+from tests.flows.test_config import compose_typed
 
 
 def test_rrf_matches_hand_computation():
@@ -22,20 +23,38 @@ def test_rrf_ties_keep_first_appearance():
     assert fused.chunk_ids == (7, 5)
 
 
+def sentences_of(chunks):
+    return lambda chunk_ids: sentence_union(chunks[i].sentence_ids for i in chunk_ids)
+
+
 def test_a_seven_returns_exactly_four_chunks(tiny_chunks, embedder):
-    rankings = [RETRIEVERS[name](k=4, embedder=embedder).rank(["Who guided the fishing boats?"], tiny_chunks)[0]
-                for name in NAMED_SETS["seven"]]
-    fused = reciprocal_rank_fusion(rankings, k=4)
-    assert len(fused.chunk_ids) == 4
+    config = compose_typed(["setup=a_seven"])
+    assert isinstance(config.combination, RankFusion) and len(config.members()) == 7
+    rankings = [with_resources(r, embedder=embedder).rank(["Who guided the fishing boats?"], tiny_chunks)[0]
+                for r in config.members().values()]
+    retrieved = config.combination.combine(rankings, sentences_of(tiny_chunks))
+    assert retrieved.chunk_ids == reciprocal_rank_fusion(rankings, k=4).chunk_ids and len(retrieved.chunk_ids) == 4
     assert len(set().union(*[r.chunk_ids for r in rankings])) > 4  # the cut mattered
 
 
 def test_s_two_is_the_union_of_knn_and_dps_sentences(tiny_chunks, embedder):
+    config = compose_typed(["setup=s_two"])
+    assert isinstance(config.combination, SentenceUnion) and list(config.members()) == ["knn", "dps"]
     question = ["Who guided the fishing boats?"]
-    per_member = {}
-    for name in NAMED_SETS["two"]:
-        (ranking,) = RETRIEVERS[name](k=4, embedder=embedder).rank(question, tiny_chunks)
-        per_member[name] = expand(tiny_chunks[i].sentence_ids for i in ranking.chunk_ids)
-    union = sentence_union(per_member.values())
+    rankings, per_member = [], {}
+    for name, retriever in config.members().items():
+        (ranking,) = with_resources(retriever, embedder=embedder).rank(question, tiny_chunks)
+        rankings.append(ranking)
+        per_member[name] = sentences_of(tiny_chunks)(ranking.chunk_ids)
+    union = config.combination.combine(rankings, sentences_of(tiny_chunks)).sentence_ids
     assert set(union) == set(per_member["knn"]) | set(per_member["dps"])
-    assert union == sorted(set(union))
+    assert list(union) == sorted(set(union))
+
+
+def test_combinations_refuse_bad_settings():
+    with pytest.raises(ValueError, match="at least two members"):
+        RankFusion(name="A-One", members=["knn"])
+    with pytest.raises(ValueError, match="2 weights for 3 members"):
+        RankFusion(members=["knn", "dps", "mmr"], weights=[1.0, 2.0])
+    with pytest.raises(ValueError, match="lists a member twice"):
+        SentenceUnion(members=["knn", "knn"])

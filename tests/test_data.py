@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from opi.data import DataError, balanced_split, load_examples
+from opi.schemas import DatasetConfig
 
 LABELS = ["direct_matching", "multi_hop"]
 CONTEXT = "The mill opened in 1850. It closed in 1901 after the river silted up."
@@ -17,8 +18,9 @@ def rag12000_rows(n=4):
 def test_rag12000_parquet_with_labels_by_row(tmp_path):
     pd.DataFrame(rag12000_rows()).to_parquet(tmp_path / "test.parquet")
     pd.DataFrame({"row": [1, 2, 3, 4], "relation": LABELS * 2}).to_csv(tmp_path / "labels.csv", index=False)
-    examples, report = load_examples("rag12000", path=str(tmp_path / "test.parquet"),
-                                     labels_path=str(tmp_path / "labels.csv"), label_join="row", label_set=LABELS)
+    examples, report = load_examples(DatasetConfig(kind="rag12000", path=str(tmp_path / "test.parquet"),
+                                                   labels_path=str(tmp_path / "labels.csv"), label_join="row"),
+                                     label_set=LABELS)
     assert [e.relation for e in examples] == LABELS * 2
     assert [e.id for e in examples] == ["1", "2", "3", "4"]
     assert report.rows_kept == 4
@@ -28,8 +30,8 @@ def test_label_file_that_does_not_match(tmp_path):
     pd.DataFrame(rag12000_rows(2)).to_parquet(tmp_path / "d.parquet")
     pd.DataFrame({"row": [1, 2, 9], "relation": LABELS + ["multi_hop"]}).to_csv(tmp_path / "l.csv", index=False)
     with pytest.raises(DataError, match=r"l\.csv: 1 label\(s\) name no example"):
-        load_examples("rag12000", path=str(tmp_path / "d.parquet"), labels_path=str(tmp_path / "l.csv"),
-                      label_join="row", label_set=LABELS)
+        load_examples(DatasetConfig(kind="rag12000", path=str(tmp_path / "d.parquet"),
+                                    labels_path=str(tmp_path / "l.csv"), label_join="row"), label_set=LABELS)
 
 
 def test_squad_paragraphs_join_into_one_context(tmp_path):
@@ -41,7 +43,7 @@ def test_squad_paragraphs_join_into_one_context(tmp_path):
             {"id": "q2", "question": "When did it close?", "relation": "direct_matching",
              "answers": [{"text": "in 1901", "answer_start": 10}]}]}]}]}
     (tmp_path / "squad.json").write_text(json.dumps(squad))
-    examples, _ = load_examples("squad", path=str(tmp_path / "squad.json"), label_set=LABELS)
+    examples, _ = load_examples(DatasetConfig(kind="squad", path=str(tmp_path / "squad.json")), label_set=LABELS)
     assert [e.id for e in examples] == ["q1", "q2"]
     assert examples[0].context == "The mill opened in 1850.\n\nIt closed in 1901."
     assert examples[1].evidence == ("It closed in 1901.",)
@@ -50,8 +52,8 @@ def test_squad_paragraphs_join_into_one_context(tmp_path):
 def test_csv_with_column_mapping(tmp_path):
     pd.DataFrame({"qid": ["a", "b"], "passage": [CONTEXT] * 2, "query": ["Q one?", "Q two?"],
                   "gold": ["A one.", "A two."], "kind": LABELS}).to_csv(tmp_path / "d.csv", index=False)
-    examples, _ = load_examples("table", path=str(tmp_path / "d.csv"), label_set=LABELS, columns={
-        "id": "qid", "context": "passage", "question": "query", "answer": "gold", "relation": "kind"})
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.csv"), columns={
+        "id": "qid", "context": "passage", "question": "query", "answer": "gold", "relation": "kind"}), label_set=LABELS)
     assert [(e.id, e.question, e.relation) for e in examples] == [("a", "Q one?", LABELS[0]),
                                                                    ("b", "Q two?", LABELS[1])]
 
@@ -73,13 +75,14 @@ GOOD = {"id": "x1", "context": CONTEXT, "question": "When?", "answer": "In 1850.
 def test_malformed_rows_name_file_row_and_field(tmp_path, bad, message):
     write_jsonl(tmp_path / "d.jsonl", [{**GOOD, "id": "x0"}, bad])
     with pytest.raises(DataError, match=message):
-        load_examples("table", path=str(tmp_path / "d.jsonl"), label_set=LABELS)
+        load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl")), label_set=LABELS)
 
 
 def test_skip_mode_reports_what_was_dropped(tmp_path):
     write_jsonl(tmp_path / "d.jsonl", [{**GOOD, "id": "a"}, {**GOOD, "id": "b", "answer": ""},
                                        {**GOOD, "id": "a"}, {**GOOD, "id": "c", "relation": "nope"}])
-    examples, report = load_examples("table", path=str(tmp_path / "d.jsonl"), label_set=LABELS, on_invalid="skip")
+    examples, report = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl"), on_invalid="skip"),
+                                     label_set=LABELS)
     assert [e.id for e in examples] == ["a"]
     assert report.dropped == {"empty answer": 1, "duplicate id": 1, "unknown relation": 1}
     assert "4 rows read, 1 kept" in report.describe()
@@ -88,31 +91,31 @@ def test_skip_mode_reports_what_was_dropped(tmp_path):
 def test_undecodable_file(tmp_path):
     (tmp_path / "d.jsonl").write_bytes(json.dumps(GOOD).encode() + b"\n" + b'{"context": "caf\xe9"}\n')
     with pytest.raises(DataError, match=r"d\.jsonl: not valid UTF-8 at byte \d+ \(line 2\)"):
-        load_examples("table", path=str(tmp_path / "d.jsonl"), label_set=LABELS)
+        load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl")), label_set=LABELS)
 
 
 def test_zero_rows_and_missing_labels(tmp_path):
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(DataError, match="zero rows"):
-        load_examples("table", path=str(tmp_path / "empty.jsonl"))
+        load_examples(DatasetConfig(kind="table", path=str(tmp_path / "empty.jsonl")))
     write_jsonl(tmp_path / "d.jsonl", [{k: v for k, v in GOOD.items() if k != "relation"}])
     with pytest.raises(DataError, match="no relation label"):
-        load_examples("table", path=str(tmp_path / "d.jsonl"), label_set=LABELS)
+        load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl")), label_set=LABELS)
 
 
 def test_filters_sample_and_limit():
-    all_examples, _ = load_examples("bundled")
-    fuzzy, _ = load_examples("bundled", relations=["fuzzy"])
+    all_examples, _ = load_examples(DatasetConfig(kind="bundled"))
+    fuzzy, _ = load_examples(DatasetConfig(kind="bundled", relations=["fuzzy"]))
     assert len(fuzzy) == 10 and {e.relation for e in fuzzy} == {"fuzzy"}
-    a, _ = load_examples("bundled", sample=20, seed=1)
-    b, _ = load_examples("bundled", sample=20, seed=1)
+    a, _ = load_examples(DatasetConfig(kind="bundled", sample=20), seed=1)
+    b, _ = load_examples(DatasetConfig(kind="bundled", sample=20), seed=1)
     assert [e.id for e in a] == [e.id for e in b] and len(a) == 20
-    limited, _ = load_examples("bundled", limit=5)
+    limited, _ = load_examples(DatasetConfig(kind="bundled", limit=5))
     assert [e.id for e in limited] == [e.id for e in all_examples[:5]]
 
 
 def test_balanced_split_warns_when_a_relation_is_short():
-    examples, _ = load_examples("bundled", relations=["fuzzy", "numerical"])
+    examples, _ = load_examples(DatasetConfig(kind="bundled", relations=["fuzzy", "numerical"]))
     with pytest.warns(UserWarning, match="fewer than per_relation=20"):
         train, test = balanced_split(examples, per_relation=20, test_fraction=0.2, seed=0)
     assert len(test) == 4 and len(train) == 16

@@ -2,15 +2,21 @@ import pandas as pd
 import pytest
 
 from opi.metrics.opi import summary
-from opi.report import ReportSettings, build_report, display, kind_of
+from opi.report import Configuration, ReportSettings, build_report, display
+from opi.schemas import ReportConfig
 from tests.synthetic import prediction_rows
 
 RELATIONS = ["direct_matching", "deductive", "fuzzy"]
-FAST = ReportSettings(resamples=400, permutations=999)
+FAST = ReportSettings(ReportConfig(resamples=400, permutations=999))
 
 
 def predictions(similarity: float, accuracy: float, seed: int, n: int = 20) -> pd.DataFrame:
     return prediction_rows(n, similarity, accuracy, seed, RELATIONS, spread=0.1)
+
+
+def configurations(runs: dict[str, pd.DataFrame], kinds: dict[str, str] | None = None) -> list[Configuration]:
+    kinds = kinds or {}
+    return [Configuration(name, kinds.get(name, "single"), name.split(" | ")[0], frame) for name, frame in runs.items()]
 
 
 @pytest.fixture(scope="module")
@@ -20,14 +26,17 @@ def runs():
             "EDI | extractive | local-clf": predictions(0.30, 0.10, seed=3)}
 
 
+KINDS = {"A-Two | extractive | local-clf": "A-"}
+
+
 def test_tables_match_direct_computation(runs):
-    report = build_report(runs, RELATIONS, FAST)
+    report = build_report(configurations(runs, KINDS), RELATIONS, FAST)
     for row in report.overall.to_dict("records"):
         metrics, table = summary(runs[row["configuration"]], RELATIONS)
         for name in ("bertsim", "lrcr", "opi_1", "opi_1_mean"):
             assert row[name] == pytest.approx(metrics[name]), name
-        assert row["opi_1_low"] <= row["opi_1"] <= row["opi_1_high"]
-        assert row["retrieved_words"] == pytest.approx(runs[row["configuration"]]["retrieved_words"].mean())
+        assert row["opi_1_ci_low"] <= row["opi_1"] <= row["opi_1_ci_high"]
+        assert row["retrieved_words_mean"] == pytest.approx(runs[row["configuration"]]["retrieved_words"].mean())
         assert list(report.relation_tables["opi_1"][row["configuration"]]) == pytest.approx(list(table["opi_1"]))
     assert list(report.overall["opi_1"]) == sorted(report.overall["opi_1"], reverse=True)
     by_similarity = sorted(runs, key=lambda name: -runs[name]["similarity"].mean())
@@ -38,7 +47,7 @@ def test_tables_match_direct_computation(runs):
 
 
 def test_verdicts_separate_a_real_gap_from_noise(runs):
-    report = build_report(runs, RELATIONS, FAST)
+    report = build_report(configurations(runs, KINDS), RELATIONS, FAST)
     verdict = report.overall.set_index("configuration")["verdict"]
     assert verdict["EDI | extractive | local-clf"] == "lower"
     assert sorted(verdict[["kNN | extractive | local-clf", "A-Two | extractive | local-clf"]]) == [
@@ -55,7 +64,7 @@ def test_verdicts_separate_a_real_gap_from_noise(runs):
 
 
 def test_write_produces_the_report_files(runs, tmp_path):
-    report = build_report(runs, RELATIONS, FAST)
+    report = build_report(configurations(runs, KINDS), RELATIONS, FAST)
     paths = report.write(tmp_path)
     names = {p.name for p in paths}
     assert {"overall.csv", "per_relation.csv", "strengths.csv", "answer_quality.csv", "relation_opi_1.csv",
@@ -67,13 +76,25 @@ def test_write_produces_the_report_files(runs, tmp_path):
     assert pd.read_csv(tmp_path / "overall.csv")["configuration"].tolist() == report.overall["configuration"].tolist()
 
 
-def test_names():
+def test_names_and_kinds_come_from_fields_not_from_run_names(runs):
     assert display("opi_0_5") == "OPI-0.5" and display("bertsim") == "BERTSim"
-    assert kind_of("S-Four | gpt-4o | llm-clf") == "S-"
+    renamed = {"Fusion | extractive | local-clf": runs["A-Two | extractive | local-clf"],
+               "kNN | extractive | local-clf": runs["kNN | extractive | local-clf"]}
+    report = build_report(configurations(renamed, {"Fusion | extractive | local-clf": "A-"}), RELATIONS, FAST)
+    assert report.overall.set_index("configuration")["kind"]["Fusion | extractive | local-clf"] == "A-"
+    assert "Combinations (the paper's Table 4)" in report.markdown()
+
+
+def test_the_report_ranks_by_the_sweeps_beta(runs):
+    report = build_report(configurations(runs, KINDS), RELATIONS, ReportSettings(FAST.config, beta=2.0))
+    assert report.opi_name == "opi_2" and "Best by OPI-2" in report.headline()
+    for row in report.overall.to_dict("records"):
+        metrics, _ = summary(runs[row["configuration"]], RELATIONS, [2.0])
+        assert row["opi_2"] == pytest.approx(metrics["opi_2"])
 
 
 def test_a_configuration_without_judge_scores_gets_no_rank():
     runs = {"kNN | x | y": predictions(0.7, 0.6, seed=1).assign(judge_score=7.0),
             "BM25 | x | y": predictions(0.6, 0.6, seed=2).assign(judge_score=None)}
-    table = build_report(runs, RELATIONS, FAST).answer_quality.set_index("configuration")
+    table = build_report(configurations(runs, KINDS), RELATIONS, FAST).answer_quality.set_index("configuration")
     assert table.loc["kNN | x | y", "judge_mean_rank"] == 1 and pd.isna(table.loc["BM25 | x | y", "judge_mean_rank"])

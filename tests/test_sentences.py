@@ -1,4 +1,4 @@
-from opi.sentences import expand, join_sentences, overlapping_sentences, split_sentences
+from opi.sentences import join_sentences, overlapping_sentences, split_sentences
 
 
 def test_split_keeps_abbreviations_and_decimals_inside_sentences():
@@ -15,5 +15,4 @@ def test_overlap_and_expand_give_complete_sentences_in_article_order():
     sentences = split_sentences(text)
     # a span covering the end of sentence 0 and the start of sentence 1 touches both
     assert overlapping_sentences(sentences, 10, 20) == [0, 1]
-    assert expand([[2, 1], [1, 0], [2]]) == [0, 1, 2]
     assert join_sentences(sentences, [0, 2]) == "One two three. Seven eight nine."

@@ -12,37 +12,24 @@ The API key is read from the environment variable the config names and is never 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from opi.llm.cache import CallCache, call_key
+from opi.schemas import LLMConfig
+
+Parsed = TypeVar("Parsed")
+Messages = list[dict[str, str]]
 
 
 class LLMError(RuntimeError):
     """An LLM endpoint problem a user can fix (key, model name, address)."""
-
-
-@dataclass
-class LLMSettings:
-    model: str
-    base_url: str | None = None  # None = OpenAI
-    api_key_env: str | None = "OPENAI_API_KEY"
-    temperature: float = 0.0
-    max_tokens: int = 256
-    timeout: float = 60.0
-    max_retries: int = 6
-    concurrency: int = 4
-    requests_per_minute: float | None = None
-    tokens_per_minute: float | None = None
-    price_input_per_million: float = 0.0
-    price_output_per_million: float = 0.0
-    structured_output: bool = True
-    cache_id: str | None = None  # stands for base_url in cache keys (a local server's port changes every start)
 
 
 @dataclass
@@ -94,9 +81,26 @@ class TokenWindow:
             time.sleep(min(max(wait, 0.01), 1.0))
 
 
+def json_reply_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``response_format`` asking for JSON that follows ``schema`` (structured output, where supported)."""
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
+
+
+def object_schema(**properties: dict[str, Any]) -> dict[str, Any]:
+    """JSON schema of an object with exactly these required properties."""
+    return {"type": "object", "additionalProperties": False, "required": list(properties), "properties": properties}
+
+
 class ChatClient:
-    def __init__(self, settings: LLMSettings, cache: CallCache | None = None):
+    """``settings``: the run's ``llm`` config. ``base_url``/``cache_id`` replace its address and its identity in
+    cache keys (a local server's port changes at every start; its model file does not)."""
+
+    def __init__(self, settings: LLMConfig, cache: CallCache | None = None, base_url: str | None = None,
+                 cache_id: str | None = None):
+        if base_url is not None:
+            settings = dataclasses.replace(settings, base_url=base_url)
         self.settings = settings
+        self.cache_id = cache_id
         self.cache = cache
         self.usage = Usage(price_input_per_million=settings.price_input_per_million,
                            price_output_per_million=settings.price_output_per_million)
@@ -148,7 +152,7 @@ class ChatClient:
 
     def complete(self, messages: list[dict[str, str]], response_format: dict | None = None) -> str:
         body = self.request(messages, response_format)
-        key = call_key({"endpoint": self.settings.cache_id or self.settings.base_url or "openai", **body})
+        key = call_key({"endpoint": self.cache_id or self.settings.base_url or "openai", **body})
         with self.usage.lock:
             self.usage.calls += 1
         if self.cache is not None:
@@ -192,3 +196,23 @@ class ChatClient:
 
         with ThreadPoolExecutor(max_workers=max(self.settings.concurrency, 1)) as pool:
             return list(pool.map(one, requests))
+
+    def ask_json(self, conversations: Sequence[Messages], response_format: dict[str, Any] | None,
+                 parse: Callable[[str], Parsed | None], retries: int, reminder: str,
+                 progress: Callable[[int], None] | None = None) -> tuple[list[Parsed | None], int]:
+        """Structured answers: each conversation asked (with ``response_format``), its reply parsed; a reply
+        ``parse`` rejects (None) is asked again ``retries`` times with the reply and ``reminder`` appended.
+        Returns the parsed values in order (None where every attempt failed) and how many failed."""
+        conversations = [list(c) for c in conversations]
+        results: list[Parsed | None] = [None] * len(conversations)
+        for attempt in range(retries + 1):
+            todo = [i for i, r in enumerate(results) if r is None]
+            if not todo:
+                break
+            replies = self.complete_many([(conversations[i], response_format) for i in todo],
+                                         progress if attempt == 0 else None)
+            for i, reply in zip(todo, replies):
+                results[i] = parse(reply)
+                if results[i] is None:
+                    conversations[i] += [{"role": "assistant", "content": reply}, {"role": "user", "content": reminder}]
+        return results, sum(r is None for r in results)

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from opi.classify import Triple
 from opi.llm.prompts import load_prompt
-from opi.relations import RelationSet
+from opi.relations import RelationSet, Triple
 
 MAX_TOKENS_PER_EXAMPLE = 65_536  # OpenAI's limit for gpt-4o fine-tuning examples
 DONE = {"succeeded", "failed", "cancelled"}

@@ -3,31 +3,28 @@
 ``ExtractiveReader`` is the offline default. It is not a language model and does not pretend to be: it answers
 with the ``n_sentences`` retrieved sentences most similar to the question (cosine of sentence embeddings),
 returned in article order. What it measures is how good the retrieved evidence is, which is what a retriever
-comparison needs when no LLM is available.
+comparison needs when no LLM is available. ``LLMReader`` is the paper's setting. A reader of your own is any
+class with ``answer(questions, sentence_lists, progress=None) -> list[str]`` named by ``llm.reader._target_``; it
+may take the resources ``embedder`` and ``client`` (the run's chat client) as keyword arguments.
 """
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import numpy as np
 
 
-class Reader(Protocol):
-    name: str
-
-    def answer(self, questions: Sequence[str], sentence_lists: Sequence[Sequence[str]]) -> list[str]: ...
-
-
+@dataclass
 class ExtractiveReader:
-    name = "extractive"
+    n_sentences: int = 2
+    embedder: Any = field(default=None, repr=False)
 
-    def __init__(self, embedder, n_sentences: int = 2):
-        if n_sentences < 1:
-            raise ValueError(f"ExtractiveReader: n_sentences must be >= 1, got {n_sentences}")
-        self.embedder = embedder
-        self.n_sentences = n_sentences
+    def __post_init__(self):
+        if self.n_sentences < 1:
+            raise ValueError(f"n_sentences must be >= 1, got {self.n_sentences}")
 
-    def answer(self, questions, sentence_lists):
+    def answer(self, questions, sentence_lists, progress=None):
         answers = []
         for question, sentences in zip(questions, sentence_lists):
             if not sentences:
@@ -43,20 +40,18 @@ def format_sentences(sentences: Sequence[str]) -> str:
     return "\n".join(f"- {s}" for s in sentences) if sentences else "(no sentences were retrieved)"
 
 
+@dataclass
 class LLMReader:
     """The paper's setting: the retrieved sentences and the question go to an LLM, which answers."""
 
-    name = "llm"
-
-    def __init__(self, client, prompt_name: str = "answer"):
-        from opi.llm.prompts import load_prompt
-
-        self.client = client
-        self.prompt = load_prompt(prompt_name)
+    prompt: str = "answer"  # a prompt file in opi/llm/prompts/
+    client: Any = field(default=None, repr=False)
 
     def messages(self, question: str, sentences: Sequence[str]) -> list[dict[str, str]]:
-        return [{"role": "user", "content": self.prompt.render(sentences=format_sentences(sentences),
-                                                               question=question)}]
+        from opi.llm.prompts import load_prompt
+
+        return [{"role": "user", "content": load_prompt(self.prompt).render(sentences=format_sentences(sentences),
+                                                                            question=question)}]
 
     def answer(self, questions, sentence_lists, progress=None):
         requests = [(self.messages(q, s), None) for q, s in zip(questions, sentence_lists)]

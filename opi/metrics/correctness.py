@@ -78,8 +78,9 @@ def parse_classes(reply: str, answer_statements: Sequence[str], truth_statements
 
 def _object_of_lists(*keys: str) -> dict:
     """JSON schema of an object whose keys each hold a list of strings (structured output where supported)."""
-    return {"type": "object", "additionalProperties": False, "required": list(keys),
-            "properties": {k: {"type": "array", "items": {"type": "string"}} for k in keys}}
+    from opi.llm.client import object_schema
+
+    return object_schema(**{k: {"type": "array", "items": {"type": "string"}} for k in keys})
 
 
 class AnswerCorrectness:
@@ -92,17 +93,13 @@ class AnswerCorrectness:
         self.parse_failures = 0
 
     def _ask(self, content: str, parse, schema: dict):
-        messages = [{"role": "user", "content": content}]
-        response_format = {"type": "json_schema", "json_schema": {"name": "reply", "strict": True, "schema": schema}}
-        for _ in range(self.parse_retries + 1):
-            reply = self.client.complete(messages, response_format)
-            parsed = parse(reply)
-            if parsed is not None:
-                return parsed
-            messages = messages + [{"role": "assistant", "content": reply},
-                                   {"role": "user", "content": "That was not the JSON asked for. Reply with the JSON only."}]
-        self.parse_failures += 1
-        return None
+        from opi.llm.client import json_reply_format
+
+        (parsed,), failures = self.client.ask_json(
+            [[{"role": "user", "content": content}]], json_reply_format("reply", schema), parse, self.parse_retries,
+            "That was not the JSON asked for. Reply with the JSON only.")
+        self.parse_failures += failures
+        return parsed
 
     def statements(self, question: str, text: str) -> list[str] | None:
         if not text.strip():

@@ -107,24 +107,14 @@ class LLMJudge:
         self.parse_retries = parse_retries
         self.prompt = load_prompt("judge")
         self.parse_failures = 0
-        self.schema = {"type": "json_schema", "json_schema": {"name": "score", "strict": True, "schema": {
-            "type": "object", "additionalProperties": False, "required": ["score"],
-            "properties": {"score": {"type": "integer", "enum": list(SCALE)}}}}}
 
     def score(self, questions: Sequence[str], truths: Sequence[str], answers: Sequence[str]) -> list[int | None]:
-        requests = [([{"role": "user", "content": self.prompt.render(question=q, truth=t, answer=a)}], self.schema)
-                    for q, t, a in zip(questions, truths, answers)]
-        result: list[int | None] = [None] * len(requests)
-        for _ in range(self.parse_retries + 1):
-            todo = [i for i, r in enumerate(result) if r is None]
-            if not todo:
-                break
-            for i, reply in zip(todo, self.client.complete_many([requests[i] for i in todo])):
-                result[i] = parse_judgement(reply)
-                if result[i] is None:
-                    messages, schema = requests[i]
-                    requests[i] = (messages + [{"role": "assistant", "content": reply},
-                                               {"role": "user", "content": 'Reply with {"score": 0}, 3 or 7 only.'}],
-                                   schema)
-        self.parse_failures += sum(r is None for r in result)
+        from opi.llm.client import json_reply_format, object_schema
+
+        reply_format = json_reply_format("score", object_schema(score={"type": "integer", "enum": list(SCALE)}))
+        conversations = [[{"role": "user", "content": self.prompt.render(question=q, truth=t, answer=a)}]
+                         for q, t, a in zip(questions, truths, answers)]
+        result, failures = self.client.ask_json(conversations, reply_format, parse_judgement, self.parse_retries,
+                                                'Reply with {"score": 0}, 3 or 7 only.')
+        self.parse_failures += failures
         return result

@@ -23,13 +23,17 @@ import pandas as pd
 PAPER_BETAS = (0.5, 1.0, 2.0)
 
 
-def opi(bertsim: float, lrcr: float, beta: float = 1.0) -> float:
+def opi(bertsim, lrcr, beta: float = 1.0):
+    """OPI(β) of scalars (a float back) or of equally shaped arrays (an array back, element by element)."""
     if beta <= 0:
         raise ValueError(f"OPI needs beta > 0, got {beta}")
-    if bertsim < 0 or lrcr < 0:
+    b, l_ = np.asarray(bertsim, dtype=float), np.asarray(lrcr, dtype=float)
+    if (b < 0).any() or (l_ < 0).any():
         raise ValueError(f"OPI needs non-negative inputs, got B={bertsim}, L={lrcr}")
-    denominator = bertsim + beta * beta * lrcr
-    return 0.0 if denominator == 0 else (1 + beta * beta) * bertsim * lrcr / denominator
+    b2 = beta * beta
+    denominator = b + b2 * l_
+    value = np.where(denominator == 0, 0.0, (1 + b2) * b * l_ / np.where(denominator == 0, 1.0, denominator))
+    return float(value) if value.ndim == 0 else value
 
 
 def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from opi.metrics.opi import beta_key
+from opi.metrics.opi import beta_key, opi
 
 METRICS = ("bertsim", "lrcr", "opi")
 
@@ -47,9 +47,7 @@ class Scorer:
             return self.correct[draws].mean(axis=-1)
         b = np.maximum((self.similarity[draws] @ self.onehot / self.counts).mean(axis=-1), 0.0)
         l_ = (self.correct[draws] @ self.onehot / self.counts).mean(axis=-1)
-        b2 = self.beta * self.beta
-        denominator = b + b2 * l_
-        return np.where(denominator == 0, 0.0, (1 + b2) * b * l_ / np.where(denominator == 0, 1.0, denominator))
+        return np.asarray(opi(b, l_, self.beta))
 
 
 def stratified_draws(relations: np.ndarray, resamples: int, seed: int) -> np.ndarray:

@@ -7,49 +7,52 @@ implementation.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
 from opi.chunking import Chunk
 from opi.retrievers.base import Ranking, Retriever, top_k
 
 
+@dataclass
 class _EmbeddingRetriever(Retriever):
-    normalize = True
+    normalize: ClassVar[bool] = True
 
     def _vectors(self, questions: list[str], chunks: list[Chunk]) -> tuple[np.ndarray, np.ndarray]:
         embedder = self._require_embedder()
         return (embedder.encode(questions, normalize=self.normalize),
                 embedder.encode([c.text for c in chunks], normalize=self.normalize))
 
+    def rank(self, questions, chunks):
+        q, d = self._vectors(questions, chunks)
+        return [top_k(row, self.k) for row in q @ d.T]
 
+
+@dataclass
 class DPSRetriever(_EmbeddingRetriever):
-    name = "dps"
-    normalize = False
-
-    def rank(self, questions, chunks):
-        q, d = self._vectors(questions, chunks)
-        return [top_k(row, self.k) for row in q @ d.T]
+    name: str = "DPS"
+    normalize: ClassVar[bool] = False
 
 
+@dataclass
 class KNNRetriever(_EmbeddingRetriever):
-    name = "knn"
-
-    def rank(self, questions, chunks):
-        q, d = self._vectors(questions, chunks)
-        return [top_k(row, self.k) for row in q @ d.T]
+    name: str = "kNN"
 
 
+@dataclass
 class MMRRetriever(_EmbeddingRetriever):
-    name = "mmr"
+    name: str = "MMR"
+    fetch_k: int = 20
+    lambda_mult: float = 0.5
 
-    def __init__(self, k: int = 4, embedder=None, fetch_k: int = 20, lambda_mult: float = 0.5):
-        super().__init__(k, embedder)
-        if fetch_k < k:
-            raise ValueError(f"MMRRetriever: fetch_k ({fetch_k}) must be >= k ({k})")
-        if not 0.0 <= lambda_mult <= 1.0:
-            raise ValueError(f"MMRRetriever: lambda_mult must be in [0, 1], got {lambda_mult}")
-        self.fetch_k = fetch_k
-        self.lambda_mult = lambda_mult
+    def __post_init__(self):
+        super().__post_init__()
+        if self.fetch_k < self.k:
+            raise ValueError(f"fetch_k ({self.fetch_k}) must be >= k ({self.k})")
+        if not 0.0 <= self.lambda_mult <= 1.0:
+            raise ValueError(f"lambda_mult must be in [0, 1], got {self.lambda_mult}")
 
     def rank(self, questions, chunks):
         from langchain_core.vectorstores.utils import maximal_marginal_relevance

@@ -5,11 +5,14 @@ beats a long one that shares them too.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from opi.retrievers.base import Retriever, top_k
 
 
+@dataclass
 class EDIRetriever(Retriever):
-    name = "edi"
+    name: str = "EDI"
 
     def rank(self, questions, chunks):
         from sklearn.feature_extraction.text import CountVectorizer

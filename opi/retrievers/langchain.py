@@ -1,7 +1,9 @@
-"""Bridges to LangChain: wrap any LangChain retriever into our interface, and expose ours as a ``BaseRetriever``."""
+"""Bridges to LangChain: any LangChain retriever as one of ours (``retriever=langchain``), and ours as a LangChain
+``BaseRetriever``."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -15,20 +17,41 @@ def chunk_documents(chunks: list[Chunk]) -> list[Document]:
     return [Document(page_content=c.text, metadata={"doc_id": c.doc_id, "chunk_idx": c.idx}) for c in chunks]
 
 
+@dataclass
 class LangChainRetriever(Retriever):
-    """Any LangChain retriever built per article by ``factory(documents)``; rank = order it returns, cut to k.
+    """A LangChain retriever built over each article's chunks; its ranking is the order it returns, cut to k.
 
-    Example factory: ``functools.partial(langchain_community.retrievers.BM25Retriever.from_documents, k=4)``.
+    Give either ``factory``, a callable (or its dotted path) taking the chunk ``Document``s and returning a
+    retriever, e.g. ``langchain_community.retrievers.BM25Retriever.from_documents`` (called with ``k`` and
+    ``options``); or ``vectorstore``, a ``VectorStore`` class (or its dotted path) filled with
+    ``from_documents(documents, embedding=<the run's embedder>)`` and queried through ``as_retriever(search_type,
+    search_kwargs={"k": k, **options})``, e.g. ``langchain_core.vectorstores.InMemoryVectorStore``.
     """
 
-    def __init__(self, factory: Callable[[list[Document]], BaseRetriever], k: int = 4, embedder=None,
-                 name: str = "langchain"):
-        super().__init__(k, embedder)
-        self.factory = factory
-        self.name = name
+    name: str = "LangChain"
+    factory: Optional[str] = None
+    vectorstore: Optional[str] = None
+    search_type: str = "similarity"
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if (self.factory is None) == (self.vectorstore is None):
+            raise ValueError("give exactly one of factory (a retriever factory) or vectorstore (a VectorStore class)")
+
+    def build(self, documents: list[Document]) -> BaseRetriever:
+        from hydra.utils import get_object
+
+        def resolve(target):
+            return get_object(target) if isinstance(target, str) else target
+
+        if self.factory is not None:
+            return resolve(self.factory)(documents, **{"k": self.k, **self.options})
+        store = resolve(self.vectorstore).from_documents(documents, embedding=self._require_embedder())
+        return store.as_retriever(search_type=self.search_type, search_kwargs={"k": self.k, **self.options})
 
     def rank(self, questions, chunks):
-        retriever = self.factory(chunk_documents(chunks))
+        retriever = self.build(chunk_documents(chunks))
         rankings = []
         for question in questions:
             ids = tuple(d.metadata["chunk_idx"] for d in retriever.invoke(question))[: self.k]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from opi.chunking import Chunk
 from opi.retrievers.base import Retriever, top_k
@@ -14,14 +15,17 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+@dataclass
 class BM25Retriever(Retriever):
-    name = "bm25"
+    name: str = "BM25"
+    k1: float = 1.5
+    b: float = 0.75
+    epsilon: float = 0.25
 
-    def __init__(self, k: int = 4, embedder=None, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
-        super().__init__(k, embedder)
-        if k1 < 0 or not 0.0 <= b <= 1.0:
-            raise ValueError(f"BM25Retriever: need k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
-        self.k1, self.b, self.epsilon = k1, b, epsilon
+    def __post_init__(self):
+        super().__post_init__()
+        if self.k1 < 0 or not 0.0 <= self.b <= 1.0:
+            raise ValueError(f"need k1 >= 0 and 0 <= b <= 1, got k1={self.k1}, b={self.b}")
 
     def rank(self, questions, chunks: list[Chunk]):
         from rank_bm25 import BM25Okapi
@@ -30,8 +34,9 @@ class BM25Retriever(Retriever):
         return [top_k(index.get_scores(words(q)), self.k) for q in questions]
 
 
+@dataclass
 class TFIDFRetriever(Retriever):
-    name = "tfidf"
+    name: str = "TF-IDF"
 
     def rank(self, questions, chunks: list[Chunk]):
         from sklearn.feature_extraction.text import TfidfVectorizer

@@ -4,20 +4,25 @@
 checks that both retrieve the same chunks."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from opi.retrievers.base import Retriever, top_k
 
 
+@dataclass
 class SVMRetriever(Retriever):
-    name = "svm"
+    name: str = "SVM"
+    C: float = 0.1
+    max_iter: int = 10000
+    tol: float = 1e-6
+    random_state: int = 0
 
-    def __init__(self, k: int = 4, embedder=None, C: float = 0.1, max_iter: int = 10000, tol: float = 1e-6,
-                 random_state: int = 0):
-        super().__init__(k, embedder)
-        if C <= 0:
-            raise ValueError(f"SVMRetriever: C must be > 0, got {C}")
-        self.C, self.max_iter, self.tol, self.random_state = C, max_iter, tol, random_state
+    def __post_init__(self):
+        super().__post_init__()
+        if self.C <= 0:
+            raise ValueError(f"C must be > 0, got {self.C}")
 
     def rank(self, questions, chunks):
         from sklearn.svm import LinearSVC

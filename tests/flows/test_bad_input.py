@@ -7,11 +7,12 @@ import pandas as pd
 import pytest
 
 from opi.data import load_examples
+from opi.schemas import DatasetConfig
 from tests.cli import run_cli
 from tests.fake_openai import FakeOpenAI
 from tests.flows.test_mlflow_ui import free_port
 
-GOOD = load_examples(kind="bundled", limit=3)[0]
+GOOD = load_examples(DatasetConfig(kind="bundled", limit=3))[0]
 
 
 def rows(**changes_of_row_2):

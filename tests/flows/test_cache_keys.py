@@ -1,12 +1,11 @@
 """Cache keys of big task inputs: taken from a content hash computed once, equal to what a rebuilt copy gets."""
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
-
 from flows import tasks
-from flows.evaluate import CONF_DIR, configuration_key, load_data
+from flows.evaluate import configuration_key, load_data
 from flows.tasks import ContentInputs, HashedDict, HashedList, hashed
 from opi.data import Example
+from opi.retrievers import BM25Retriever
+from tests.flows.test_config import compose_typed
 
 
 def key(**inputs):
@@ -44,10 +43,14 @@ def test_a_copy_that_lost_its_hash_gets_the_same_key():
     assert key(examples=HashedList(marked), articles=HashedDict(articles)) == key(examples=marked, articles=articles)
 
 
+def test_a_component_is_keyed_by_its_settings_not_its_resources():
+    assert key(retriever=BM25Retriever(k=4)) == key(retriever=BM25Retriever(k=4, embedder=object()))
+    assert key(retriever=BM25Retriever(k=4)) != key(retriever=BM25Retriever(k=4, b=0.5))
+
+
 def config_key(*overrides, registered=None):
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = OmegaConf.to_container(compose("config", overrides=["dataset.limit=3", *overrides]), resolve=True)
-    return configuration_key(cfg, load_data(cfg), registered)
+    config = compose_typed(["dataset.limit=3", *overrides])
+    return configuration_key(config, load_data(config), registered)
 
 
 def test_a_configuration_is_keyed_by_what_its_result_depends_on():
@@ -56,9 +59,12 @@ def test_a_configuration_is_keyed_by_what_its_result_depends_on():
     for same in (["tracking.experiment=other"], ["orchestration=dask"], ["report.enabled=false"],
                  ["paths.cache_dir=/elsewhere", llm_cache]):
         assert config_key(*same) == base, same
-    for other in (["retriever=bm25"], ["llm.n_sentences=3"], ["report.resamples=500"], ["dataset.limit=4"],
-                  ["seed=1"], ["retrievers.mmr.fetch_k=30"], ["chunking=small"]):
+    for other in (["retriever=bm25"], ["llm.reader.n_sentences=3"], ["report.resamples=500"], ["dataset.limit=4"],
+                  ["seed=1"], ["chunking=small"], ["retriever.k=5"]):
         assert config_key(*other) != base, other
+    # a member's settings count in a combination, not in a single retriever's configuration
+    assert config_key("retrievers.mmr.fetch_k=30") == base
+    assert config_key("setup=a_four", "retrievers.mmr.fetch_k=30") != config_key("setup=a_four")
     assert config_key(registered="models:/relations/2") != base
 
 

@@ -35,7 +35,9 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
             assert child[f"metrics.opi_1.{record['relation']}"] == pytest.approx(record["opi_1"])
         assert child["metrics.opi"] == pytest.approx(expected["opi_1"])  # headline OPI at metrics.beta = 1
         assert 0 <= child["metrics.classifier_cv_accuracy"] <= 1
-        assert child["params.retriever.name"] in {"knn", "bm25"}
+        assert child["params.retriever._target_"] in {"opi.retrievers.dense.KNNRetriever",
+                                                      "opi.retrievers.lexical.BM25Retriever"}
+        assert child["tags.opi.kind"] == "single" and child["tags.opi.setup"] == child["params.retriever.name"]
         assert child["metrics.opi_1_ci_low"] <= child["metrics.opi_1"] <= child["metrics.opi_1_ci_high"]
         for diagnostic in ("support_recall", "answer_found", "evidence_recall", "evidence_hit"):
             assert child[f"metrics.{diagnostic}"] == pytest.approx(predictions[diagnostic].mean())

@@ -43,8 +43,9 @@ def test_local_backend_trains_registers_and_evaluates(tmp_path):
     # the registered model loads and labels the same test examples the same way
     from opi.classify import LocalRelationClassifier, Triple
     from opi.data import balanced_split, load_examples
+    from opi.schemas import DatasetConfig
 
-    _, test = balanced_split(load_examples("bundled")[0], 10, 0.2, 0)
+    _, test = balanced_split(load_examples(DatasetConfig(kind="bundled"))[0], 10, 0.2, 0)
     model = LocalRelationClassifier(pipeline=mlflow.sklearn.load_model("models:/opi-relation-classifier@candidate"))
     assert model.predict([Triple(e.context, e.question, e.answer) for e in test]) == list(predictions["predicted"])
     assert "test accuracy" in log

@@ -2,11 +2,18 @@ import json
 
 import pytest
 
+from opi.llm.client import ChatClient
 from opi.metrics.correctness import AnswerCorrectness, blend, f1_from_counts, mean_score
 
 
 class ScriptedLLM:
-    """Answers the statement and TP/FP/FN calls from a script: the LLM replaced only at the function boundary."""
+    """Answers the statement and TP/FP/FN calls from a script: the LLM replaced only at the function boundary
+    (the chat client's own ask-parse-retry logic runs)."""
+
+    ask_json = ChatClient.ask_json
+
+    def complete_many(self, requests, progress=None):
+        return [self.complete(*request) for request in requests]
 
     def __init__(self, statements: dict[str, list[str] | str], classes: list[str]):
         self.statements, self.classes, self.calls = statements, list(classes), []

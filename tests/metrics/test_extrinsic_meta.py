@@ -1,6 +1,7 @@
 import pandas as pd
 import pytest
 
+from opi.llm.client import ChatClient
 from opi.data import DataError
 from opi.metrics.extrinsic import (LLMJudge, annotation_sheet, configuration_means, export_sheet, import_sheet,
                                    parse_judgement, scores_by_configuration)
@@ -110,6 +111,8 @@ def test_judge_parses_the_scale_and_records_failures():
     assert parse_judgement('{"score": false}') is None  # not a 0
 
     class Replies:
+        ask_json = ChatClient.ask_json  # the client's own ask-parse-retry logic over scripted replies
+
         def __init__(self, replies):
             self.replies = list(replies)
 

@@ -2,15 +2,18 @@ import functools
 
 import pytest
 
-from opi.retrievers import RETRIEVERS, DPSRetriever, EDIRetriever, KNNRetriever, MMRRetriever
+from opi.retrievers import DPSRetriever, EDIRetriever, KNNRetriever, MMRRetriever, SVMRetriever
 from opi.retrievers.langchain import LangChainRetriever, as_langchain
 from opi.retrievers.lexical import BM25Retriever, TFIDFRetriever
 from tests.retrievers.conftest import TableEmbedder, make_chunks
 
 
-@pytest.mark.parametrize("name", sorted(RETRIEVERS))
-def test_each_retriever_returns_k_distinct_chunks(name, tiny_chunks, embedder):
-    retriever = RETRIEVERS[name](k=4, embedder=embedder)
+SEVEN = [DPSRetriever, KNNRetriever, BM25Retriever, SVMRetriever, TFIDFRetriever, MMRRetriever, EDIRetriever]
+
+
+@pytest.mark.parametrize("cls", SEVEN)
+def test_each_retriever_returns_k_distinct_chunks(cls, tiny_chunks, embedder):
+    retriever = cls(k=4, embedder=embedder)
     rankings = retriever.rank(["Who lit the lamp?", "What arrived in spring?"], tiny_chunks)
     assert len(rankings) == 2
     for ranking in rankings:
@@ -66,9 +69,9 @@ def test_our_bm25_and_tfidf_match_langchains(tiny_chunks):
 
     question = ["Did the keeper of the lighthouse see the boats in the harbour of the bay?"]
     # a question whose words occur in several chunks, so that scores differ and no tie-breaking rule decides
-    lc_bm25 = LangChainRetriever(functools.partial(LCBM25.from_documents, k=4, preprocess_func=words), k=4)
+    lc_bm25 = LangChainRetriever(factory=functools.partial(LCBM25.from_documents, preprocess_func=words), k=4)
     assert lc_bm25.rank(question, tiny_chunks)[0].chunk_ids == BM25Retriever(k=4).rank(question, tiny_chunks)[0].chunk_ids
-    lc_tfidf = LangChainRetriever(functools.partial(LCTFIDF.from_documents, k=4), k=4)
+    lc_tfidf = LangChainRetriever(factory=LCTFIDF.from_documents, k=4)
     assert lc_tfidf.rank(question, tiny_chunks)[0].chunk_ids == TFIDFRetriever(k=4).rank(question, tiny_chunks)[0].chunk_ids
 
 
@@ -77,3 +80,23 @@ def test_ours_work_as_a_langchain_retriever(tiny_chunks):
     documents = retriever.invoke("zirconium sand")
     assert len(documents) == 2
     assert documents[0].metadata["chunk_idx"] == 5
+
+
+def test_a_langchain_retriever_by_factory_ranks_as_calling_it_directly(tiny_chunks):
+    from langchain_community.retrievers import BM25Retriever as LCBM25
+
+    from opi.retrievers.langchain import chunk_documents
+
+    questions = ["Where was the zirconium sand stored?", "Who met monthly in the stone hall?"]
+    ours = LangChainRetriever(factory="langchain_community.retrievers.BM25Retriever.from_documents", k=3)
+    direct = LCBM25.from_documents(chunk_documents(tiny_chunks), k=3)
+    for question, ranking in zip(questions, ours.rank(questions, tiny_chunks)):
+        assert ranking.chunk_ids == tuple(d.metadata["chunk_idx"] for d in direct.invoke(question))
+    assert len(ranking.chunk_ids) == 3
+
+
+def test_a_vector_store_retriever_uses_the_runs_embedder(tiny_chunks, embedder):
+    store = LangChainRetriever(vectorstore="langchain_core.vectorstores.InMemoryVectorStore", k=4, embedder=embedder)
+    (ranking,) = store.rank(["When did the lighthouse keeper light the lamp?"], tiny_chunks)
+    (knn,) = KNNRetriever(k=4, embedder=embedder).rank(["When did the lighthouse keeper light the lamp?"], tiny_chunks)
+    assert ranking.chunk_ids == knn.chunk_ids  # cosine over the same vectors

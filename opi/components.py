@@ -1,0 +1,90 @@
+"""Components (retrievers, combinations, readers, relation classifiers) are dataclasses, built from config by
+``_target_`` with Hydra's ``instantiate``.
+
+A component's dataclass fields are its settings, with their one default; its ``__post_init__`` checks their
+ranges. ``component_schema`` turns such a class into the structured config Hydra composes against (the same
+fields and defaults, plus ``_target_``), so a misspelt or ill-typed setting fails while composing and no default is
+written twice. What a component needs at run time but is not a setting (the embedder, an LLM client, the label
+set) is a *resource*: ``build`` passes the ones the class accepts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from typing import Any
+
+from omegaconf import MISSING
+
+# Run-time objects handed to components, never part of their config.
+RESOURCES = ("embedder", "embedding", "client", "relation_set", "seed", "pipeline")
+
+
+def target_of(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def component_schema(cls: type) -> type:
+    """The structured config of a dataclass component: ``_target_`` plus every init field that is not a resource."""
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{target_of(cls)} is not a dataclass: components declare their settings as fields")
+    hints = typing.get_type_hints(cls)
+    fields: list[tuple[str, Any, Any]] = [("_target_", str, dataclasses.field(default=target_of(cls)))]
+    for f in dataclasses.fields(cls):
+        if not f.init or f.name in RESOURCES:
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = dataclasses.field(default=f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            default = dataclasses.field(default_factory=f.default_factory)
+        else:
+            default = dataclasses.field(default=MISSING)
+        fields.append((f.name, hints[f.name], default))
+    return dataclasses.make_dataclass(f"{cls.__name__}Config", fields)
+
+
+def accepted(cls: Any, names: typing.Iterable[str]) -> set[str]:
+    """The names among ``names`` that ``cls(...)`` takes as keywords."""
+    parameters = inspect.signature(cls).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return set(names)
+    return {name for name in names if name in parameters}
+
+
+def build(config: Any, **resources: Any) -> Any:
+    """``config``'s ``_target_`` called with its settings and the resources its signature accepts."""
+    from hydra.utils import get_object, instantiate
+
+    target = config["_target_"] if isinstance(config, dict) else config._target_
+    try:
+        cls = get_object(target)
+    except Exception as err:
+        raise ValueError(f"cannot import {target!r} (_target_): {err}") from None
+    wanted = accepted(cls, resources)
+    try:
+        return instantiate(config, _convert_="all", **{name: resources[name] for name in wanted})
+    except Exception as err:
+        cause = err.__cause__ or err  # Hydra wraps the component's own error; the user needs that one
+        raise ValueError(f"{cls.__name__}: {cause}") from None
+
+
+def check(config: Any, where: str) -> Any:
+    """The component ``config`` describes, built without resources (so its class checks its settings); a problem
+    names ``where``."""
+    try:
+        return build(config)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+
+
+def with_resources(component: Any, **resources: Any) -> Any:
+    """A copy of a built component given the run-time resources its class accepts."""
+    wanted = {name: resources[name] for name in accepted(type(component), resources)}
+    if dataclasses.is_dataclass(component):
+        return dataclasses.replace(component, **wanted)
+    import copy
+
+    copied = copy.copy(component)
+    for name, value in wanted.items():
+        setattr(copied, name, value)
+    return copied

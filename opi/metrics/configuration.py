@@ -1,0 +1,57 @@
+"""One configuration's numbers, from its per-example rows (``opi.pipeline.prediction_rows``): what every run logs
+and what the sweep report tabulates, computed in this one place.
+
+- headline BERTSim, LRCR and OPI at each β (Formula 3 and the mean of per-relation OPIs), ``opi`` at the chosen β;
+- relation-stratified bootstrap intervals (``<metric>_ci_low`` / ``_high``);
+- per relation ``<metric>.<relation>`` and ``n.<relation>``;
+- means of the retrieval diagnostics and of the LLM-scored answer metrics where present (missing values left out);
+- ``unknown_relations``: answers a classifier could not label (always counted as wrong).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS
+from opi.metrics.opi import beta_key, summary
+from opi.metrics.stats import confidence_intervals
+from opi.relations import UNKNOWN
+
+RETRIEVAL_MEANS = ("retrieved_sentences", "retrieved_words", *DIAGNOSTIC_COLUMNS)
+ANSWER_SCORE_MEANS = {"correctness": "correctness", "correctness_f1": "correctness_f1", "judge_score": "judge_mean"}
+
+
+def means(rows: pd.DataFrame) -> dict[str, float]:
+    """Per-configuration means of the diagnostics and answer scores the rows have (missing values left out)."""
+    found = {}
+    for column, name in [*[(c, f"{c}_mean" if c.startswith("retrieved_") else c) for c in RETRIEVAL_MEANS],
+                         *ANSWER_SCORE_MEANS.items()]:
+        if column in rows and rows[column].notna().any():
+            found[name] = float(pd.to_numeric(rows[column]).dropna().mean())
+    return found
+
+
+def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: Sequence[float], beta: float,
+                          confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+                          ) -> tuple[dict[str, float], pd.DataFrame]:
+    """(metrics, per-relation table) of one configuration."""
+    metrics, table = summary(rows, relations, sorted({*betas, beta}))
+    metrics["opi"] = metrics[beta_key(beta)]
+    for name, interval in confidence_intervals(rows, beta, confidence, resamples, seed).items():
+        metrics[f"{name}_ci_low"], metrics[f"{name}_ci_high"] = interval.low, interval.high
+    for record in table.to_dict("records"):
+        for key, value in record.items():
+            if key != "relation":
+                metrics[f"{key}.{record['relation']}"] = float(value)
+    metrics.update(means(rows))
+    metrics["unknown_relations"] = float((rows["predicted_relation"] == UNKNOWN).sum())
+    return metrics, table
+
+
+def usage_totals(usage: dict[str, float]) -> dict[str, float]:
+    """Cost and tokens over every LLM use of a run (answers, relations, answer metrics)."""
+    if not usage:
+        return {}
+    return {"llm_cost_usd": sum(v for k, v in usage.items() if k.endswith("_cost_usd")),
+            "llm_tokens": sum(v for k, v in usage.items() if k.endswith("_tokens"))}

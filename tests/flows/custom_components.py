@@ -1,0 +1,14 @@
+"""A user's own retriever, defined outside OPI: it returns an article's first chunks (skipping ``skip``)."""
+from dataclasses import dataclass
+
+from opi.retrievers import Ranking, Retriever
+
+
+@dataclass
+class LeadRetriever(Retriever):
+    name: str = "Lead"
+    skip: int = 0
+
+    def rank(self, questions, chunks):
+        ids = tuple(range(self.skip, min(self.skip + self.k, len(chunks))))
+        return [Ranking(ids, tuple(1.0 / (1 + i) for i in range(len(ids)))) for _ in questions]
