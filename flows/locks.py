@@ -18,6 +18,12 @@ class FileLockManager:
         self._held: dict[str, tuple[FileLock, str]] = {}
         self._guard = threading.Lock()
 
+    def __getstate__(self) -> dict:  # the task (and its cache policy) travels to Dask workers: locks stay here
+        return {"directory": self.directory}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["directory"])
+
     def _lock(self, key: str) -> FileLock:
         self.directory.mkdir(parents=True, exist_ok=True)
         return FileLock(self.directory / f"{key}.lock", thread_local=False)

@@ -39,3 +39,14 @@ def test_a_killed_owners_lock_is_free_and_a_live_one_is_respected(tmp_path):
     ours.release_lock("stage-key", "us")
     assert other.acquire_lock("stage-key", "them", acquire_timeout=0.2)
     other.release_lock("stage-key", "them")
+
+
+def test_the_lock_manager_travels_to_a_worker_without_its_held_locks(tmp_path):
+    import pickle
+
+    ours = FileLockManager(tmp_path)
+    assert ours.acquire_lock("stage-key", "us")
+    copy = pickle.loads(pickle.dumps(ours))  # what Dask does with a task's cache policy
+    assert copy.directory == tmp_path and copy.is_locked("stage-key") and not copy.is_lock_holder("stage-key", "us")
+    ours.release_lock("stage-key", "us")
+    assert not copy.is_locked("stage-key")

@@ -43,7 +43,7 @@ def test_nightly_passes_against_its_own_baseline_and_fails_a_degraded_retriever(
     assert len(verdicts) == 6 and set(verdicts["verdict"]) == {"ok"} and (verdicts["change"] == 0).all()
 
     # the reader answers from one sentence of one chunk: answers lose most of what they needed
-    degraded = nightly(tmp_path, "--promote", "retriever.k=1", "llm.n_sentences=1", expect=1)
+    degraded = nightly(tmp_path, "--promote", "retriever.k=1", "llm.reader.n_sentences=1", expect=1)
     assert "regressed against the baseline (run " + champion in degraded
     assert "kNN | extractive | local-clf: bertsim fell" in degraded
     _, runs = sweeps(tmp_path)
