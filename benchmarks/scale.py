@@ -37,7 +37,7 @@ def worker(data: str, rows: int, device: str, backend: str) -> dict:
     embedder = SentenceEmbedder(PACKAGED_MINILM, device=device, backend=backend)
     embedder.raw(["warm-up"])  # model load is not part of the pipeline's time
     started = time.perf_counter()
-    examples, _ = load_examples(DatasetConfig(kind="table", path=data, limit=rows), require_relation=False)
+    examples, _ = load_examples(DatasetConfig(kind="table", path=data, limit=rows))
     articles = pipeline.prepare_articles([e.context for e in examples])
     rankings = pipeline.rank_examples(KNNRetriever(k=4, embedder=embedder), examples, articles)
     retrieved = pipeline.combine(Single(), [rankings], examples, articles)

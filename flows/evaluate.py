@@ -66,12 +66,21 @@ class Data:
 
     relation_set: Any
     examples: list  # the evaluated examples
-    pool: list  # the classifier's training pool: the same source, unfiltered
+    pool: list  # the whole source, unfiltered
     report: Any
     contexts: list  # the pool's distinct articles, sorted
-    pool_triples: list
-    pool_ids: list[str]
-    pool_labels: list[str]
+    labelled: str  # all | some | none of the examples carry a relation label
+
+
+@dataclass(frozen=True)
+class Training:
+    """What a classifier that learns is trained on: the data's own labelled pool (then cross-fitted, so that no
+    example is labelled by a model that saw it) or a separate labelled file."""
+
+    ids: list[str]
+    triples: list
+    labels: list[str]
+    cross_fit: bool
 
 
 def load_data(config: OPIConfig) -> Data:
@@ -82,8 +91,8 @@ def load_data(config: OPIConfig) -> Data:
 @lru_cache(maxsize=4)  # jobs of one multirun share the dataset: read, validate and hash it once
 def _load_data(key: str) -> Data:
     from flows.tasks import hashed
-    from opi.data import load_examples
-    from opi.relations import Triple, load_relation_set
+    from opi.data import labelled, load_examples
+    from opi.relations import load_relation_set
     from opi.schemas import DatasetConfig
 
     settings = json.loads(key)
@@ -92,10 +101,70 @@ def _load_data(key: str) -> Data:
     pool, _ = load_examples(dataset, relation_set.labels, settings["seed"], filtered=False)
     log.info("%s; evaluating %d examples", report.describe(), len(examples))
     return Data(relation_set, hashed(examples), pool, report, hashed(sorted({e.context for e in pool})),
-                hashed([Triple(e.context, e.question, e.answer) for e in pool]), [e.id for e in pool],
-                [e.relation for e in pool])
+                labelled(pool))
 
 
+@lru_cache(maxsize=4)
+def _labelled_file(path: str, relation_set: str) -> list:
+    from opi.data import DataError, labelled, load_examples
+    from opi.relations import load_relation_set
+    from opi.schemas import DatasetConfig
+
+    examples, _ = load_examples(DatasetConfig(kind="table", path=path), load_relation_set(relation_set).labels)
+    if labelled(examples) != "all":
+        raise DataError(f"{path} (classifier.train_path): every row needs a relation label")
+    return examples
+
+
+def training_for(config: OPIConfig, data: Data) -> Training | None:
+    """The classifier's training data, or None when it does not learn (or cannot: no labels anywhere)."""
+    from flows.tasks import hashed
+    from opi.data import DataError
+    from opi.relations import Triple
+
+    classifier = config.classifier
+    if not getattr(classifier, "trains", False) or getattr(classifier, "registered", None):
+        return None
+    if getattr(classifier, "train_path", None):
+        examples, cross_fit, source = _labelled_file(classifier.train_path, config.relations.set), False, \
+            classifier.train_path
+    elif data.labelled == "all":
+        examples, cross_fit, source = data.pool, True, data.report.source
+    else:
+        return None
+    relations = sorted({e.relation for e in examples})
+    if len(relations) < 2:
+        raise DataError(f"the classifier {classifier.name} learns to tell relations apart, and {source} has only "
+                        f"one ({relations[0]!r}): label examples of at least two relations, or choose "
+                        "classifier=llm, or relations.gold=none")
+    return Training([e.id for e in examples], hashed([Triple(e.context, e.question, e.answer) for e in examples]),
+                    [e.relation for e in examples], cross_fit)
+
+
+def resolve_gold(config: OPIConfig, data: Data) -> OPIConfig:
+    """``config`` with ``relations.gold`` decided (see ``opi.relations.gold_source``); a notice when it was not
+    given and the data has no labels; DataError when the request cannot be met."""
+    from opi.data import DataError
+    from opi.relations import gold_source
+
+    trains = getattr(config.classifier, "trains", False)
+    can_label = not trains or bool(getattr(config.classifier, "registered", None)) or bool(
+        getattr(config.classifier, "train_path", None))
+    try:
+        source, notice = gold_source(config.relations.gold, data.labelled, can_label,
+                                     getattr(config.classifier, "name", "configured"), data.report.source)
+    except ValueError as err:
+        raise DataError(str(err)) from None
+    if notice and notice not in _NOTICES:  # once per process, not once per job of a sweep
+        _NOTICES.add(notice)
+        log.warning("%s", notice)
+    config = dataclasses.replace(config, relations=dataclasses.replace(config.relations, gold=source))
+    if source != "none":
+        training_for(config, data)  # a one-relation training set is refused here, before any work
+    return config
+
+
+_NOTICES: set[str] = set()
 _ARTICLES: dict[tuple, Any] = {}  # the chunked articles of the last dataset: every job of a sweep needs them
 
 
@@ -131,7 +200,8 @@ def evaluate_flow(config: OPIConfig) -> dict[str, Any]:
 
 def configuration_key(config: OPIConfig, data: Data, registered: str | None) -> str:
     """Everything a configuration's result depends on: its effective settings (not where runs are logged or how
-    tasks are scheduled), the data's content, the registered classifier version and the opi + flows sources."""
+    tasks are scheduled), the data's content (and the classifier's training data), the registered classifier
+    version and the opi + flows sources."""
     from prefect.utilities.hashing import hash_objects
 
     from flows import tasks
@@ -139,9 +209,11 @@ def configuration_key(config: OPIConfig, data: Data, registered: str | None) -> 
     settings = {name: value for name, value in effective_settings(config).items()
                 if name not in ("tracking", "orchestration", "paths")}
     settings["report"].pop("enabled")
+    training = training_for(config, data) if config.relations.gold != "none" else None
+    learned_from = None if training is None else (training.ids, training.triples.content_hash, training.labels)
     return "configuration-" + hash_objects(
-        settings, config.paths.llm_cache, data.examples.content_hash, data.pool_triples.content_hash,
-        data.pool_ids, data.pool_labels, registered, tasks.code_version(with_flows=True), raise_on_failure=True)
+        settings, config.paths.llm_cache, data.examples.content_hash, data.contexts.content_hash, learned_from,
+        registered, tasks.code_version(with_flows=True), raise_on_failure=True)
 
 
 def run_configuration(config: OPIConfig) -> dict[str, Any]:
@@ -173,6 +245,59 @@ def run_configuration(config: OPIConfig) -> dict[str, Any]:
     return {"metrics": metrics, "predictions": result["predictions"], "per_relation": result["per_relation"]}
 
 
+def chunked_articles(config: OPIConfig, data: Data, stages) -> dict:
+    """Every article of the data, segmented and chunked (a cached task; read once per process), as the
+    retrievers see them: one index per article, or one over the corpus."""
+    from flows import tasks
+    from opi import pipeline
+    from prefect.utilities.hashing import hash_objects
+
+    key = (data.contexts.content_hash, config.chunking.size, config.chunking.overlap, tasks.code_version())
+    if key in _ARTICLES:  # one read of the cached result per process, not one per job (22 MB at 2,400 rows)
+        stages.hits += 1
+        articles = _ARTICLES[key]
+    else:
+        articles = tasks.hashed(stages.call("chunking", tasks.chunk_articles, data.contexts, *key[1:]))
+        _ARTICLES.clear()
+        _ARTICLES[key] = articles
+    if config.retrieval.scope == "article":
+        return articles
+    corpus = tasks.HashedDict(pipeline.corpus_view(articles))
+    corpus.content_hash = hash_objects("corpus", articles.content_hash)  # not the merged text once per article
+    return corpus
+
+
+def relation_stages(config: OPIConfig, data: Data, applied: list, registered: str | None, stages) -> dict[str, Any]:
+    """Gold relations (the data's, or the classifier's on the gold triples) and predicted ones (the classifier's
+    on the generated answers); with ``relations.gold=none``, neither."""
+    from flows import tasks
+    from opi.relations import UNKNOWN, Triple
+
+    examples = data.examples
+    if config.relations.gold == "none":
+        return {"examples": examples, "predicted": [None] * len(examples), "metrics": {}, "usage": {}}
+    training = training_for(config, data)
+    learned = (training.ids, training.triples, training.labels, training.cross_fit) if training else (
+        [], tasks.hashed([]), [], False)
+    common = (config.embedding, config.relations.set, config.seed, config.paths.llm_cache, tasks.code_version(),
+              registered)
+    ids = [e.id for e in examples]
+    predicted = stages.call("classification", tasks.classify, config.classifier, config.llm, *learned, ids, applied,
+                            *common)
+    metrics, usage = dict(predicted["counts"]), dict(predicted["usage"])
+    if config.relations.gold == "classifier":
+        gold = stages.call("classification", tasks.classify, config.classifier, config.llm, *learned, ids,
+                           tasks.hashed([Triple(e.context, e.question, e.answer) for e in examples]), *common)
+        examples = [dataclasses.replace(e, relation=label if label != UNKNOWN else None)
+                    for e, label in zip(examples, gold["predicted"])]
+        usage = {k: usage.get(k, 0.0) + gold["usage"].get(k, 0.0) for k in {*usage, *gold["usage"]}}
+    if training is not None:  # the same for every configuration of a sweep: one cached result
+        metrics["classifier_cv_accuracy"] = stages.call(
+            "classification", tasks.classifier_accuracy, config.classifier, *learned[:3], config.embedding,
+            config.seed, tasks.code_version())
+    return {"examples": examples, "predicted": predicted["predicted"], "metrics": metrics, "usage": usage}
+
+
 def run_stages(config: OPIConfig, data: Data, registered: str | None) -> tuple[dict[str, Any], dict[str, float]]:
     """All stages of one configuration, as cached task calls: (result, this run's cache counts and seconds)."""
     from flows import tasks
@@ -182,14 +307,7 @@ def run_stages(config: OPIConfig, data: Data, registered: str | None) -> tuple[d
 
     examples, code, emb, llm_cache = data.examples, tasks.code_version(), config.embedding, config.paths.llm_cache
     stages = tasks.StageCalls(config.paths.cache_dir, quote_inputs=config.orchestration.runner == "threads")
-    chunking = (data.contexts.content_hash, config.chunking.size, config.chunking.overlap, code)
-    if chunking in _ARTICLES:  # one read of the cached result per process, not one per job (22 MB at 2,400 rows)
-        articles = _ARTICLES[chunking]
-        stages.hits += 1
-    else:
-        articles = tasks.hashed(stages.call("chunking", tasks.chunk_articles, data.contexts, *chunking[1:]))
-        _ARTICLES.clear()
-        _ARTICLES[chunking] = articles
+    articles = chunked_articles(config, data, stages)
     member_rankings = stages.call_many("retrieval", tasks.rank, *[(retriever, examples, articles, emb, code)
                                                                  for retriever in config.members().values()])
     retrieved = pipeline.combine(config.combination, member_rankings, examples, articles)
@@ -197,17 +315,11 @@ def run_stages(config: OPIConfig, data: Data, registered: str | None) -> tuple[d
     questions = [e.question for e in examples]
     generation = stages.call("generation", tasks.answer, config.llm, questions, texts, emb, llm_cache, code)
     answers = generation["answers"]
-    applied = [Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)]
-    classification = stages.call("classification", tasks.classify, config.classifier, config.llm, data.pool_ids,
-                                 data.pool_triples, data.pool_labels, [e.id for e in examples], applied, emb,
-                                 config.relations.set, config.seed, llm_cache, code, registered)
-    accuracy = {}
-    if getattr(config.classifier, "trains", False) and not registered:  # the gold pool is the same for every job
-        accuracy = {"classifier_cv_accuracy": stages.call(
-            "classification", tasks.classifier_accuracy, config.classifier, data.pool_ids, data.pool_triples,
-            data.pool_labels, emb, config.seed, code)}
+    applied = tasks.hashed([Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)])
+    relations = relation_stages(config, data, applied, registered, stages)
     similarities = stages.call("scoring", tasks.answer_similarity, [e.answer for e in examples], answers, emb, code)
-    rows = pipeline.prediction_rows(examples, retrieved, texts, answers, classification["predicted"], similarities)
+    rows = pipeline.prediction_rows(relations["examples"], retrieved, texts, answers, relations["predicted"],
+                                    similarities, articles if config.retrieval.scope == "corpus" else None)
     quality = {"columns": {}, "counts": {}, "usage": {}}
     if config.metrics.correctness or config.metrics.judge:
         quality = stages.call("answer-metrics", tasks.answer_quality, config.metrics, config.llm, questions,
@@ -216,8 +328,8 @@ def run_stages(config: OPIConfig, data: Data, registered: str | None) -> tuple[d
     metrics, table = configuration_metrics(rows, data.relation_set.labels, config.metrics.betas,
                                            config.metrics.beta, config.report.confidence, config.report.resamples,
                                            config.seed)
-    usage = {**generation["usage"], **classification["usage"], **quality["usage"]}
-    metrics.update({**accuracy, **classification["counts"], **quality["counts"], **usage, **usage_totals(usage),
+    usage = {**generation["usage"], **relations["usage"], **quality["usage"]}
+    metrics.update({**relations["metrics"], **quality["counts"], **usage, **usage_totals(usage),
                     "rows_dropped": float(sum(data.report.dropped.values()))})
     return ({"metrics": metrics, "predictions": rows, "per_relation": table, "stages": stages.hits + stages.misses},
             stages.counts())
@@ -234,7 +346,6 @@ def main() -> None:
     # SIGTERM (a scheduler, `kill`) ends the run like Ctrl-C does: through exit handlers, so the servers this
     # process started are stopped and its MLflow runs closed, instead of being left behind
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    start_prefect_server_early()
     evaluate_job()
 
 
@@ -243,7 +354,9 @@ def evaluate_job(cfg: DictConfig) -> float:
     started = time.perf_counter()
     config = checked(cfg)
     identity = describe(config)
-    run_or_explain(load_data, config)  # a data problem stops here, before Prefect and before any stage
+    # data problems stop here, before Prefect and before any stage
+    config = run_or_explain(lambda: resolve_gold(config, load_data(config)))
+    start_prefect_server_early()  # in a multirun, already booting since the sweep's data was found good
     result = run_or_explain(evaluate_flow, config)
     metrics = result["metrics"]
     metrics["seconds_total"] = time.perf_counter() - started
@@ -256,12 +369,19 @@ def evaluate_job(cfg: DictConfig) -> float:
 
         run_id = log_run(config.tracking, identity.name, effective_settings(config), metrics,
                          {"predictions.parquet": result["predictions"], "per_relation.csv": result["per_relation"]},
-                         {"opi.role": "configuration", **identity.tags(), **prompt_tags(config)})
+                         {"opi.role": "configuration", "gold_relation_source": config.relations.gold,
+                          **identity.tags(), **prompt_tags(config)})
         log.info("MLflow run %s", run_id)
-    log.info("%s: BERTSim %.4f  LRCR %.4f  OPI-1 %.4f  (%.1f s)", identity.name, metrics["bertsim"],
-             metrics["lrcr"], metrics["opi_1"], metrics["seconds_total"])
-    return metrics["opi"]
+    if "lrcr" in metrics:
+        log.info("%s: BERTSim %.4f  LRCR %.4f  OPI-1 %.4f  (%.1f s)", identity.name, metrics["bertsim"],
+                 metrics["lrcr"], metrics["opi_1"], metrics["seconds_total"])
+    else:
+        log.info("%s: BERTSim %.4f  (no gold relations: no LRCR or OPI)  (%.1f s)", identity.name,
+                 metrics["bertsim"], metrics["seconds_total"])
+    return metrics.get("opi", metrics["bertsim"])
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # python -m flows.evaluate: run as the imported module, so that its caches are shared
+    from flows import evaluate  # with the sweep callbacks, which import it by name
+
+    evaluate.main()

@@ -7,6 +7,7 @@ the children's predictions, logged under ``report/``. Also a command, for any fi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 import tempfile
@@ -77,7 +78,9 @@ def comparison_table(client, parent_run_id: str) -> pd.DataFrame:
         rows.append({"configuration": run.info.run_name,
                      **{c: run.data.metrics.get(c) for c in COLUMNS if c in run.data.metrics}})
     table = pd.DataFrame(rows)
-    return table if table.empty else table.sort_values("opi_1", ascending=False).reset_index(drop=True)
+    if table.empty:
+        return table
+    return table.sort_values("opi_1" if "opi_1" in table else "bertsim", ascending=False).reset_index(drop=True)
 
 
 def log_sweep_summary(client, parent_run_id: str) -> None:
@@ -89,8 +92,9 @@ def log_sweep_summary(client, parent_run_id: str) -> None:
         (Path(folder) / "comparison.txt").write_text(table.to_string(index=False, float_format="%.4f"))
         client.log_artifacts(parent_run_id, folder)
     client.log_metric(parent_run_id, "configurations", len(table))
-    log.info("sweep of %d configurations, ranked by OPI-1:\n%s", len(table),
-             table[["configuration", "bertsim", "lrcr", "opi_1"]].to_string(index=False, float_format="%.4f"))
+    shown = [c for c in ("configuration", "bertsim", "lrcr", "opi_1") if c in table]
+    log.info("sweep of %d configurations, ranked by %s:\n%s", len(table), "OPI-1" if "opi_1" in table else "BERTSim",
+             table[shown].to_string(index=False, float_format="%.4f"))
 
 
 def sweep_settings(client, parent: str) -> dict[str, str]:
@@ -111,6 +115,8 @@ def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = No
         return None
     first_child = next(iter(runs.values()))[0]
     relations = load_relation_set(first_child.data.params.get("relations.set", "paper13")).labels
+    if settings.gold_source is None:
+        settings = dataclasses.replace(settings, gold_source=first_child.data.tags.get("gold_relation_source"))
     configurations = [Configuration(name, run.data.tags.get("opi.kind", "single"), run.data.tags.get("opi.setup", name),
                                     frame) for name, (run, frame) in runs.items()]
     if cache_dir is None:
@@ -129,7 +135,7 @@ def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = No
         if out is not None:
             report.write(out)
     best = report.overall.iloc[0]
-    client.log_metric(parent_run_id, f"best_{report.opi_name}", float(best[report.opi_name]))
+    client.log_metric(parent_run_id, f"best_{report.rank_by}", float(best[report.rank_by]))
     client.log_metric(parent_run_id, "distinguishable_from_best",
                       float((report.overall["verdict"] == "lower").sum()))
     log.info("%s", report.headline().replace("**", ""))

@@ -212,14 +212,15 @@ def _resources(embedding: EmbeddingConfig, seed: int, relation_set: str | None =
 
 
 @task(name="classify")
-def classify(classifier, llm: LLMConfig, pool_ids: list[str], pool: list[Triple], labels: list[str],
-             apply_ids: list[str], apply: list[Triple], embedding: EmbeddingConfig, relation_set: str, seed: int,
-             llm_cache: str, code: str, registered_uri: str | None = None) -> dict[str, Any]:
-    """Predicted relations (``unknown`` where an LLM reply could not be parsed), what it cost, and counts.
+def classify(classifier, llm: LLMConfig, train_ids: list[str], train: list[Triple], train_labels: list[str],
+             cross_fit: bool, apply_ids: list[str], apply: list[Triple], embedding: EmbeddingConfig,
+             relation_set: str, seed: int, llm_cache: str, code: str, registered_uri: str | None = None
+             ) -> dict[str, Any]:
+    """Predicted relations of ``apply`` (``unknown`` where an LLM reply could not be parsed), usage and counts.
 
-    A classifier that trains is cross-fitted on the gold ``pool`` (no example labelled by a model that saw it);
-    ``registered_uri`` (``models:/name/version``) applies a model from the MLflow registry as it is: its training
-    data should not overlap the evaluated examples.
+    A classifier that learns is fitted on ``train``: cross-fitted when ``train`` is the evaluated data's own pool
+    (no example labelled by a model that saw it), else fitted once. ``registered_uri`` (``models:/name/version``)
+    applies a model from the MLflow registry as it is: its training data should not overlap the evaluated examples.
     """
     resources = _resources(embedding, seed, relation_set)
     if registered_uri:
@@ -228,8 +229,12 @@ def classify(classifier, llm: LLMConfig, pool_ids: list[str], pool: list[Triple]
         model = components.with_resources(classifier, pipeline=mlflow.sklearn.load_model(registered_uri), **resources)
         return {"predicted": model.predict(apply), "usage": {}, "counts": {}}
     if getattr(classifier, "trains", False):
-        predicted = cross_fit_predict(lambda: components.with_resources(classifier, **resources), pool_ids, pool,
-                                      labels, apply_ids, apply, getattr(classifier, "folds", 5))
+        def fresh():
+            return components.with_resources(classifier, **resources)
+
+        predicted = (cross_fit_predict(fresh, train_ids, train, train_labels, apply_ids, apply,
+                                       getattr(classifier, "folds", 5)) if cross_fit
+                     else fresh().fit(train, train_labels).predict(apply))
         return {"predicted": predicted, "usage": {}, "counts": {}}
     from flows.llm import client_for, progress_bar
 
@@ -243,11 +248,12 @@ def classify(classifier, llm: LLMConfig, pool_ids: list[str], pool: list[Triple]
 
 
 @task(name="classifier-accuracy")
-def classifier_accuracy(classifier, pool_ids: list[str], pool: list[Triple], labels: list[str],
+def classifier_accuracy(classifier, train_ids: list[str], train: list[Triple], train_labels: list[str],
                         embedding: EmbeddingConfig, seed: int, code: str) -> float:
+    """Cross-validated accuracy of the classifier on its labelled training triples."""
     resources = _resources(embedding, seed)
-    return cross_validated_accuracy(lambda: components.with_resources(classifier, **resources), pool_ids, pool,
-                                    labels, getattr(classifier, "folds", 5))
+    return cross_validated_accuracy(lambda: components.with_resources(classifier, **resources), train_ids, train,
+                                    train_labels, getattr(classifier, "folds", 5))
 
 
 @task(name="answer-similarity")

@@ -142,10 +142,36 @@ def _close_if_open(tracking_uri: str, run_id: str) -> None:
         client.set_terminated(run_id, status="KILLED")
 
 
+def validate_before_work(config: DictConfig) -> None:
+    """The sweep's base configuration and its data, checked before a parent run or Prefect's server exists (a
+    problem exits 2 with one line); then Prefect's temporary server boots in the background while jobs compose."""
+    import copy
+
+    from omegaconf import open_dict
+
+    from flows.entry import EXIT_USER_ERROR, run_or_explain
+    from flows.evaluate import load_data, resolve_gold
+    from flows.prefect_runtime import start_prefect_server_early
+
+    base = copy.deepcopy(config)
+    with open_dict(base):
+        base.pop("hydra", None)
+    from flows.config import typed
+
+    try:
+        checked = typed(base, list(config.hydra.overrides.task))
+    except ValueError as err:
+        log.error("invalid configuration: %s", err)
+        raise SystemExit(EXIT_USER_ERROR) from None
+    run_or_explain(lambda: resolve_gold(checked, load_data(checked)))
+    start_prefect_server_early()
+
+
 class MultirunParentRun(Callback):
     """Opens a parent MLflow run when a multirun starts; every job becomes its child; closes it at the end."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        validate_before_work(config)
         tracking: TrackingConfig = OmegaConf.to_object(config.tracking)
         if not tracking.enabled:
             return

@@ -90,6 +90,7 @@ class LocalRelationClassifier:
     C: float = 30.0
     folds: int = 5  # cross-fitting: each example is labelled by a model fitted on the other folds
     registered: Optional[str] = None  # a registered model (models:/name@alias): applied as it is, no training
+    train_path: Optional[str] = None  # a labelled file (context, question, answer, relation) to train on instead
     seed: int = 0
     embedding: Any = field(default=None, repr=False)  # the run's EmbeddingConfig (the features' model)
     pipeline: Any = field(default=None, repr=False)
@@ -124,19 +125,29 @@ class LocalRelationClassifier:
 
 
 def cross_fit_predict(make_classifier: Callable[[], Any], pool_ids: Sequence[str], pool: Sequence[Triple],
-                      labels: Sequence[str], apply_ids: Sequence[str], apply: Sequence[Triple], folds: int = 5) -> list[str]:
+                      labels: Sequence[str], apply_ids: Sequence[str], apply: Sequence[Triple], folds: int = 5
+                      ) -> list[str]:
     """Label ``apply[i]`` with a classifier fitted on the gold ``pool`` triples outside ``apply_ids[i]``'s fold.
 
     The pool is typically the whole labelled dataset; folds come from a hash of the id, so an example is never
-    labelled by a model that saw it, and the same models serve every configuration of a sweep.
+    labelled by a model that saw it, and the same models serve every configuration of a sweep. A fold whose
+    training part holds a single relation (a small pool) predicts that relation; an empty one, ``unknown``.
     """
+    from collections import Counter
+
     pool_fold = [fold_of(i, folds) for i in pool_ids]
     apply_fold = [fold_of(i, folds) for i in apply_ids]
     predictions: list[str] = [""] * len(apply_ids)
     for f in sorted(set(apply_fold)):
         fit_on = [i for i, g in enumerate(pool_fold) if g != f]
-        classifier = make_classifier().fit([pool[i] for i in fit_on], [labels[i] for i in fit_on])
+        seen = Counter(labels[i] for i in fit_on)
         held_out = [i for i, g in enumerate(apply_fold) if g == f]
+        if len(seen) < 2:
+            fallback = seen.most_common(1)[0][0] if seen else UNKNOWN
+            for i in held_out:
+                predictions[i] = fallback
+            continue
+        classifier = make_classifier().fit([pool[i] for i in fit_on], [labels[i] for i in fit_on])
         for i, label in zip(held_out, classifier.predict([apply[i] for i in held_out])):
             predictions[i] = label
     return predictions

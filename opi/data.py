@@ -58,9 +58,9 @@ def _fail_or_skip(message: str, reason: str, on_invalid: str, report: LoadReport
 
 
 def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence[str] | None = None,
-             on_invalid: str = "error", require_relation: bool = False,
-             max_context_words: int = DatasetConfig.max_context_words) -> tuple[list[Example], LoadReport]:
-    """Turn raw records into Examples, checking fields, labels, ids and sizes. Row numbers count from 1."""
+             on_invalid: str = "error", evidence_separator: str | None = None, max_context_words: int = DatasetConfig.max_context_words) -> tuple[list[Example], LoadReport]:
+    """Turn raw records into Examples, checking fields, labels, ids and sizes. Row numbers count from 1. A row
+    without a relation label keeps ``relation=None`` (where gold relations come from is the run's choice)."""
     if on_invalid not in ("error", "skip"):
         raise ValueError(f"on_invalid must be 'error' or 'skip', got {on_invalid!r}")
     report = LoadReport(source)
@@ -90,9 +90,13 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
                            f"({context_words}); are the columns swapped? (map them with dataset.columns)",
                            "question longer than context")
         relation = record.get("relation")
-        if problem is None and relation is None and require_relation:
-            problem = (f"{where}, field 'relation': no relation label; give a label file (dataset.labels_path)",
-                       "missing relation")
+        if relation is not None and not isinstance(relation, str):
+            relation = None if _is_missing(relation) else str(relation)
+        if relation is not None and not relation.strip():
+            relation = None  # an empty cell: no label
+        evidence, evidence_problem = _evidence(record.get("evidence"), evidence_separator)
+        if problem is None and evidence_problem:
+            problem = (f"{where}, field 'evidence': {evidence_problem}", "unreadable evidence")
         if problem is None and relation is not None and relations is not None and relation not in relations:
             problem = (f"{where}, field 'relation': unknown label {relation!r}; known: {list(relations)}",
                        "unknown relation")
@@ -104,12 +108,35 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
             _fail_or_skip(*problem, on_invalid, report)
             continue
         seen[example_id] = row_number
-        evidence = record.get("evidence") or ()
         examples.append(Example(example_id, record["context"], record["question"], record["answer"],
-                                relation, tuple(evidence), record.get("article_id")))
+                                relation, evidence, record.get("article_id")))
     if not examples:
         raise DataError(f"{source}: no usable rows ({report.describe()})")
     return examples, report
+
+
+def _is_missing(value: Any) -> bool:
+    try:
+        return value != value  # NaN from a table's empty cell
+    except (TypeError, ValueError):
+        return False
+
+
+def _evidence(value: Any, separator: str | None) -> tuple[tuple[str, ...], str | None]:
+    """A row's gold evidence as a tuple of texts: a list (json, or parquet's arrays) item by item; a string is one
+    piece, or several cut at ``separator``; never a string's characters. (evidence, problem)."""
+    if value is None or (not isinstance(value, (str, list, tuple)) and not hasattr(value, "tolist")
+                         and _is_missing(value)):
+        return (), None
+    if isinstance(value, str):
+        pieces = value.split(separator) if separator else [value]
+    elif hasattr(value, "tolist") or isinstance(value, (list, tuple)):
+        pieces = value.tolist() if hasattr(value, "tolist") else list(value)
+        if not all(isinstance(p, str) for p in pieces):
+            return (), f"a list must hold text only, got {[type(p).__name__ for p in pieces][:3]}"
+    else:
+        return (), f"expected text or a list of texts, got {type(value).__name__}"
+    return tuple(p.strip() for p in pieces if p.strip()), None
 
 
 def _read_text(path: Path) -> str:
@@ -199,12 +226,13 @@ def load_bundled(name: str = BUNDLED) -> list[dict[str, Any]]:
     return [{**q, "context": articles[q["article_id"]]["context"]} for q in read_table(folder / "examples.jsonl")]
 
 
-def load_squad(path: str | Path) -> list[dict[str, Any]]:
-    """SQuAD-format JSON: each article's paragraphs joined into one context; answer = first gold answer."""
+def load_squad(path: str | Path) -> tuple[list[dict[str, Any]], int]:
+    """SQuAD-format JSON: each article's paragraphs joined into one context; answer = first gold answer. Returns
+    the rows and how many questions had no answer (SQuAD 2.0's unanswerable ones), which are left out."""
     data = json.loads(_read_text(Path(path)))
     if "data" not in data:
         raise DataError(f"{path}: not SQuAD format (no top-level 'data' list)")
-    rows = []
+    rows, unanswerable = [], 0
     for a_number, article in enumerate(data["data"]):
         paragraphs = article.get("paragraphs", [])
         context = "\n\n".join(p["context"] for p in paragraphs)
@@ -212,11 +240,12 @@ def load_squad(path: str | Path) -> list[dict[str, Any]]:
             for qa in paragraph.get("qas", []):
                 answers = qa.get("answers") or []
                 if qa.get("is_impossible") or not answers:
+                    unanswerable += 1
                     continue
                 rows.append({"id": qa.get("id"), "context": context, "question": qa.get("question"),
                              "answer": answers[0]["text"], "relation": qa.get("relation"),
                              "evidence": [paragraph["context"]], "article_id": article.get("title", str(a_number))})
-    return rows
+    return rows, unanswerable
 
 
 def load_hub(repo: str, split: str) -> list[dict[str, Any]]:
@@ -273,7 +302,7 @@ def balanced_split(examples: Sequence[Example], per_relation: int = 100, test_fr
 
 
 def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str] | None = None, seed: int = 0,
-                  filtered: bool = True, require_relation: bool = True) -> tuple[list[Example], LoadReport]:
+                  filtered: bool = True) -> tuple[list[Example], LoadReport]:
     """Load, validate and (``filtered``) filter one dataset as ``conf/dataset/*.yaml`` describes it.
 
     ``dataset.kind``: ``bundled`` (package data ``name``; ``split`` all/train/test through ``balanced_split``),
@@ -282,6 +311,7 @@ def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str]
     Unfiltered, it is the whole source: the relation classifier's training pool.
     """
     d = dataset or DatasetConfig()
+    unanswerable = 0
     if d.kind == "bundled":
         source, rows = f"bundled dataset {d.name}", load_bundled(d.name)
     elif d.kind == "rag12000":
@@ -290,15 +320,20 @@ def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str]
     elif d.kind in ("table", "squad"):
         if not d.path:
             raise DataError(f"dataset kind {d.kind!r} needs dataset.path")
-        source, rows = str(d.path), read_table(d.path) if d.kind == "table" else load_squad(d.path)
+        source = str(d.path)
+        rows, unanswerable = (read_table(d.path), 0) if d.kind == "table" else load_squad(d.path)
     else:
         raise DataError(f"unknown dataset kind {d.kind!r}; use bundled, rag12000, table or squad")
     if not rows:
-        raise DataError(f"{source}: the dataset has zero rows")
+        raise DataError(f"{source}: the dataset has zero rows" + (f" ({unanswerable} unanswerable questions left "
+                                                                   "out)" if unanswerable else ""))
     rows = rename_columns(rows, d.columns, source)
     if d.labels_path:
         rows = join_labels(rows, d.labels_path, d.label_join)
-    examples, report = validate(rows, source, label_set, d.on_invalid, require_relation, d.max_context_words)
+    examples, report = validate(rows, source, label_set, d.on_invalid, d.evidence_separator, d.max_context_words)
+    if unanswerable:
+        report.rows_read += unanswerable
+        report.dropped["unanswerable (no gold answer)"] += unanswerable
     if d.kind == "bundled" and d.split != "all":
         train, test = balanced_split(examples, d.split_per_relation, d.test_fraction, seed)
         examples = {"train": train, "test": test}.get(d.split)
@@ -307,6 +342,12 @@ def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str]
     if not filtered:
         return examples, report
     return select(examples, d.relations, d.sample, d.limit, seed), report
+
+
+def labelled(examples: Sequence[Example]) -> str:
+    """``all``, ``none`` or ``some``: how many examples carry a relation label."""
+    count = sum(e.relation is not None for e in examples)
+    return "all" if count == len(examples) else "none" if count == 0 else "some"
 
 
 def evidence_spread(example: Example, chunks) -> bool | None:

@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Sequence
@@ -36,16 +38,32 @@ def prepare_articles(contexts: Sequence[str], size: int = 100, overlap: int = 20
     return articles
 
 
+def corpus_view(articles: dict[str, Article]) -> dict[str, Article]:
+    """Retrieval over the whole corpus: every article id maps to one merged article whose chunks and sentences are
+    all articles', renumbered (each chunk keeps its own article's ``doc_id``), so that the retrievers index them
+    once and the combinations map chunks back to complete sentences as usual."""
+    sentences: list[Sentence] = []
+    chunks: list[Chunk] = []
+    for article in articles.values():
+        offset = len(sentences)
+        sentences += [dataclasses.replace(s, idx=s.idx + offset) for s in article.sentences]
+        chunks += [dataclasses.replace(c, idx=len(chunks) + i, sentence_ids=tuple(j + offset for j in c.sentence_ids))
+                   for i, c in enumerate(article.chunks)]
+    corpus_id = "corpus-" + hashlib.sha256(" ".join(articles).encode()).hexdigest()[:16]
+    corpus = Article(corpus_id, tuple(sentences), tuple(chunks))
+    return {doc_id: corpus for doc_id in articles}
+
+
 def rank_examples(retriever: Retriever, examples: Sequence[Example], articles: dict[str, Article]
                   ) -> dict[str, Ranking]:
-    """One ranking per example, batching the questions of each article into one call."""
-    by_doc: dict[str, list[Example]] = defaultdict(list)
+    """One ranking per example, batching the questions that share an index (an article, or the corpus)."""
+    by_index: dict[str, list[Example]] = defaultdict(list)
     for example in examples:
-        by_doc[document_id(example.context)].append(example)
+        by_index[articles[document_id(example.context)].doc_id].append(example)
     rankings = {}
-    for doc_id, group in by_doc.items():
-        for example, ranking in zip(group, retriever.rank([e.question for e in group],
-                                                          list(articles[doc_id].chunks))):
+    for group in by_index.values():
+        article = articles[document_id(group[0].context)]
+        for example, ranking in zip(group, retriever.rank([e.question for e in group], list(article.chunks))):
             rankings[example.id] = ranking
     return rankings
 
@@ -70,10 +88,17 @@ def sentence_texts(example: Example, articles: dict[str, Article], retrieved: Re
     return [article.sentences[i].text for i in retrieved.sentence_ids]
 
 
+def right_article(example: Example, articles: dict[str, Article], retrieved: Retrieved) -> float:
+    """Share of the retrieved chunks that come from the example's own article (1.0 within one article)."""
+    own, chunks = document_id(example.context), articles[document_id(example.context)].chunks
+    return sum(chunks[i].doc_id == own for i in retrieved.chunk_ids) / max(len(retrieved.chunk_ids), 1)
+
+
 def prediction_rows(examples: Sequence[Example], retrieved: dict[str, Retrieved], texts: Sequence[list[str]],
-                    answers: Sequence[str], predicted: Sequence[str], similarities: Sequence[float]) -> pd.DataFrame:
+                    answers: Sequence[str], predicted: Sequence[str | None], similarities: Sequence[float],
+                    articles: dict[str, Article] | None = None) -> pd.DataFrame:
     """One row per example: what was retrieved (with its diagnostics), answered and classified, and the answer
-    similarity."""
+    similarity. With ``articles`` of a corpus-wide retrieval, also the share of chunks from the right article."""
     diagnostics = pd.DataFrame([diagnose(e.answer, e.evidence, t) for e, t in zip(examples, texts)],
                                columns=list(DIAGNOSTIC_COLUMNS))
     rows = pd.DataFrame({
@@ -91,6 +116,8 @@ def prediction_rows(examples: Sequence[Example], retrieved: dict[str, Retrieved]
     })
     for column in diagnostics:
         rows[column] = pd.array(diagnostics[column], dtype="Float64")  # no evidence stays missing
+    if articles is not None:
+        rows["right_article"] = [right_article(e, articles, retrieved[e.id]) for e in examples]
     return rows
 
 

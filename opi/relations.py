@@ -55,3 +55,33 @@ def load_relation_set(name_or_path: str = "paper13") -> RelationSet:
     if UNKNOWN in labels:
         raise ValueError(f"relation set {name_or_path!r}: {UNKNOWN!r} is reserved for unclassifiable answers")
     return RelationSet(name=str(data.get("name", path.stem)), definitions={str(k): str(v) for k, v in labels.items()})
+
+
+def gold_source(requested: str | None, labelled: str, can_label: bool, classifier: str, source: str
+                ) -> tuple[str, str | None]:
+    """Where gold relations come from: (``labels`` | ``classifier`` | ``none``, a notice for the user or None).
+
+    ``requested``: ``relations.gold`` (None = choose); ``labelled``: ``all``/``some``/``none`` of the data's
+    examples carry a label; ``can_label``: the configured classifier can label without the data's labels (an LLM,
+    a registered model, or a local one given a labelled training file). Raises ValueError when the request cannot
+    be met.
+    """
+    needs = (f"the classifier {classifier} learns from labelled examples: give it a labelled file "
+             "(classifier.train_path=...) or a registered model (classifier.registered=...), or use classifier=llm")
+    if labelled == "some" and requested != "none":
+        raise ValueError(f"{source}: some rows have a relation label and some do not; label all of them (a label "
+                         "file: dataset.labels_path), or set relations.gold=classifier or none")
+    if requested == "labels" and labelled != "all":
+        raise ValueError(f"relations.gold=labels, but {source} has no relation labels: give a label file "
+                         "(dataset.labels_path), or set relations.gold=classifier or none")
+    if requested == "classifier" and not can_label:
+        raise ValueError(f"relations.gold=classifier, but {source} has no relation labels and {needs}")
+    if requested is not None:
+        return requested, None
+    if labelled == "all":
+        return "labels", None
+    if can_label:
+        return "classifier", (f"{source} has no relation labels: the classifier {classifier} labels each gold "
+                              "(context, question, answer) triple, as the paper does (relations.gold=classifier)")
+    return "none", (f"{source} has no relation labels, and {needs}. Running without gold relations "
+                    "(relations.gold=none): BERTSim and the retrieval diagnostics are computed, LRCR and OPI are not")

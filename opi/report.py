@@ -22,12 +22,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from opi.metrics.configuration import configuration_metrics
+from opi.metrics.configuration import configuration_metrics, has_gold_relations
 from opi.metrics.opi import beta_key
 from opi.metrics.stats import compare
 from opi.schemas import ReportConfig
 
-SHOWN_MEANS = ["retrieved_sentences_mean", "retrieved_words_mean", "support_recall", "answer_found", "evidence_hit"]
+SHOWN_MEANS = ["retrieved_sentences_mean", "retrieved_words_mean", "support_recall", "answer_found", "evidence_hit",
+               "right_article"]
 ANSWER_SCORES = {"bertsim": "similarity", "correctness": "correctness", "judge_mean": "judge_score"}
 
 
@@ -42,10 +43,18 @@ class Configuration:
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """The report's statistics settings, and the sweep's β and seed."""
+    """The report's statistics settings, and the sweep's β, seed and where its gold relations came from."""
     config: ReportConfig
     beta: float = 1.0
     seed: int = 0
+    gold_source: str | None = None  # labels | classifier | none (relations.gold of the runs)
+
+
+GOLD_SOURCES = {"labels": "the data's relation labels",
+                "classifier": "the relation classifier's labels of the gold answers (as in the paper): LRCR is "
+                              "agreement between the classifier on the gold and on the generated answers",
+                "none": "none (relations.gold=none): LRCR and OPI are not computed, configurations are ranked by "
+                        "BERTSim"}
 
 
 def display(metric: str) -> str:
@@ -63,6 +72,7 @@ class SweepReport:
     answer_quality: pd.DataFrame
     settings: ReportSettings
     labels: dict[str, str]  # configuration -> short label
+    rank_by: str  # the metric configurations are ranked and tested on: opi_<β>, or bertsim without gold relations
     relation_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     def write(self, folder: str | Path) -> list[Path]:
@@ -75,10 +85,11 @@ class SweepReport:
         for name, table in tables.items():
             paths.append(folder / f"{name}.csv")
             table.to_csv(paths[-1], index=name.startswith("relation_"))
-        paths += [plot_heatmap(self.relation_tables[self.opi_name], self.labels, folder / "heatmap.png",
-                               self.opi_name),
-                  plot_bars(self.overall, self.labels, self.opi_name, self.settings.config.confidence,
-                            folder / "bars.png")]
+        if self.relation_tables:
+            paths.append(plot_heatmap(self.relation_tables[self.rank_by], self.labels, folder / "heatmap.png",
+                                      self.rank_by))
+        paths.append(plot_bars(self.overall, self.labels, self.metrics, self.settings.config.confidence,
+                               folder / "bars.png"))
         (folder / "report.md").write_text(self.markdown())
         (folder / "report.html").write_text(self.html())
         return paths + [folder / "report.md", folder / "report.html"]
@@ -87,13 +98,18 @@ class SweepReport:
     def opi_name(self) -> str:
         return beta_key(self.settings.beta)
 
+    @property
+    def metrics(self) -> list[str]:
+        return ["bertsim", "lrcr", self.rank_by] if self.relation_tables else ["bertsim"]
+
     def headline(self) -> str:
-        s, o = self.settings.config, self.overall
+        s, o, key = self.settings.config, self.overall, self.rank_by
         best = o.iloc[0]
         tied = o[o["verdict"] == "not distinguishable"]["configuration"].tolist()
-        text = (f"{len(o)} configurations, {int(best['n'])} examples each. Best by {display(self.opi_name)}: "
-                f"**{best['configuration']}** ({best[self.opi_name]:.3f}, {s.confidence:.0%} interval "
-                f"{best[self.opi_name + '_ci_low']:.3f}-{best[self.opi_name + '_ci_high']:.3f}). ")
+        text = f"Gold relations: {GOLD_SOURCES[self.settings.gold_source]}. " if self.settings.gold_source else ""
+        text += (f"{len(o)} configurations, {int(best['n'])} examples each. Best by {display(key)}: "
+                 f"**{best['configuration']}** ({best[key]:.3f}, {s.confidence:.0%} interval "
+                 f"{best[key + '_ci_low']:.3f}-{best[key + '_ci_high']:.3f}). ")
         if tied:
             text += (f"Not distinguishable from it at α = {s.alpha} (paired permutation test, Benjamini-Hochberg "
                      f"adjusted): {', '.join(tied)}.")
@@ -102,24 +118,28 @@ class SweepReport:
         return text
 
     def _sections(self) -> list[tuple[str, pd.DataFrame]]:
-        shown = ["configuration", "bertsim", "lrcr", self.opi_name, f"{self.opi_name}_ci_low",
-                 f"{self.opi_name}_ci_high", "p_adjusted", "verdict", *[c for c in SHOWN_MEANS if c in self.overall]]
+        shown = ["configuration", *dict.fromkeys(self.metrics), f"{self.rank_by}_ci_low", f"{self.rank_by}_ci_high",
+                 "p_adjusted", "verdict", *[c for c in SHOWN_MEANS if c in self.overall]]
         singles = self.overall[self.overall["kind"] == "single"][shown]
         combinations = self.overall[self.overall["kind"] != "single"][shown]
         sections = [("Overall ranking", self.overall[shown])]
         if len(singles) and len(combinations):
             sections += [("Single retrievers (the paper's Table 2)", singles),
                          ("Combinations (the paper's Table 4)", combinations)]
-        sections += [(f"{display(self.opi_name)} per relation", self.relation_tables[self.opi_name]),
-                     ("BERTSim per relation", self.relation_tables["bertsim"]),
-                     ("LRCR per relation", self.relation_tables["lrcr"]),
-                     ("Answer quality ranking (the paper's Table 3)", self.answer_quality),
-                     ("Strengths and weaknesses: best configuration per relation", self.strengths)]
+        if self.relation_tables:
+            sections += [(f"{display(self.rank_by)} per relation", self.relation_tables[self.rank_by]),
+                         ("BERTSim per relation", self.relation_tables["bertsim"]),
+                         ("LRCR per relation", self.relation_tables["lrcr"])]
+        sections.append(("Answer quality ranking (the paper's Table 3)", self.answer_quality))
+        if self.relation_tables:
+            sections.append(("Strengths and weaknesses: best configuration per relation", self.strengths))
         return sections
 
     def markdown(self) -> str:
-        parts = ["# OPI sweep report", "", self.headline(), "",
-                 "![OPI per relation](heatmap.png)", "", "![BERTSim, LRCR and OPI with intervals](bars.png)", ""]
+        parts = ["# OPI sweep report", "", self.headline(), ""]
+        if self.relation_tables:
+            parts += ["![OPI per relation](heatmap.png)", ""]
+        parts += ["![Metrics with intervals](bars.png)", ""]
         for title, table in self._sections():
             index = table.index.name is not None
             parts += [f"## {title}", "", table.to_markdown(index=index, floatfmt=".3f"), ""]
@@ -128,9 +148,10 @@ class SweepReport:
     def html(self) -> str:
         import html
 
-        body = [f"<h1>OPI sweep report</h1><p>{html.escape(self.headline()).replace('**', '')}</p>",
-                '<img src="heatmap.png" alt="OPI per relation" style="max-width:100%">',
-                '<img src="bars.png" alt="BERTSim, LRCR and OPI with intervals" style="max-width:100%">']
+        body = [f"<h1>OPI sweep report</h1><p>{html.escape(self.headline()).replace('**', '')}</p>"]
+        if self.relation_tables:
+            body.append('<img src="heatmap.png" alt="OPI per relation" style="max-width:100%">')
+        body.append('<img src="bars.png" alt="Metrics with intervals" style="max-width:100%">')
         for title, table in self._sections():
             body.append(f"<h2>{html.escape(title)}</h2>")
             body.append(table.to_html(index=table.index.name is not None, float_format=lambda v: f"{v:.3f}",
@@ -143,40 +164,47 @@ class SweepReport:
 
 def build_report(configurations: Sequence[Configuration], relations: Sequence[str],
                  settings: ReportSettings | None = None) -> SweepReport:
-    """The report for configurations evaluated on the same examples."""
+    """The report for configurations evaluated on the same examples. Without gold relations in every
+    configuration, the report ranks by BERTSim and has no relation tables."""
     s = settings or ReportSettings(ReportConfig())
     if not configurations:
         raise ValueError("a report needs at least one configuration")
-    key = beta_key(s.beta)
+    labelled = all(has_gold_relations(c.predictions) for c in configurations)
+    key = beta_key(s.beta) if labelled else "bertsim"
     runs = {c.name: c.predictions for c in configurations}
     rows, per_relation = [], []
     for c in configurations:
         metrics, table = configuration_metrics(c.predictions, relations, [1.0], s.beta, s.config.confidence,
                                                s.config.resamples, s.seed)
         row = {"configuration": c.name, "kind": c.kind, "n": len(c.predictions)}
-        for name in ("bertsim", "lrcr", key):
+        for name in dict.fromkeys(["bertsim", "lrcr", key] if labelled else ["bertsim"]):
             row.update({name: metrics[name], f"{name}_ci_low": metrics[f"{name}_ci_low"],
                         f"{name}_ci_high": metrics[f"{name}_ci_high"]})
-        row[f"{key}_mean"] = metrics[f"{key}_mean"]
+        if labelled:
+            row[f"{key}_mean"] = metrics[f"{key}_mean"]
         row.update({name: value for name, value in metrics.items() if name in SHOWN_MEANS or name in ANSWER_SCORES})
         rows.append(row)
         per_relation.append(table.assign(configuration=c.name))
     overall = pd.DataFrame(rows).sort_values(key, ascending=False, kind="stable").reset_index(drop=True)
-    overall = _against_best(overall, runs, s)
+    overall = _against_best(overall, runs, s, "opi" if labelled else "bertsim")
+    labels = {c.name: c.setup for c in configurations}
+    if not labelled:
+        return SweepReport(overall, pd.DataFrame(), pd.DataFrame(), _answer_quality(overall), s, labels, key)
     long = pd.concat(per_relation, ignore_index=True)[["configuration", "relation", "n", "bertsim", "lrcr", key]]
     order = overall["configuration"].tolist()
     relation_tables = {metric: long.pivot(index="relation", columns="configuration", values=metric)[order]
                        .reindex([r for r in relations if r in set(long["relation"])])
                        for metric in ("bertsim", "lrcr", key)}
-    return SweepReport(overall, long, _strengths(runs, long, s), _answer_quality(overall), s,
-                       {c.name: c.setup for c in configurations}, relation_tables)
+    return SweepReport(overall, long, _strengths(runs, long, s), _answer_quality(overall), s, labels, key,
+                       relation_tables)
 
 
-def _against_best(overall: pd.DataFrame, runs: dict[str, pd.DataFrame], s: ReportSettings) -> pd.DataFrame:
+def _against_best(overall: pd.DataFrame, runs: dict[str, pd.DataFrame], s: ReportSettings, metric: str
+                  ) -> pd.DataFrame:
     from scipy.stats import false_discovery_control
 
     best = overall["configuration"].iloc[0]
-    p_values = [np.nan] + [compare(runs[best], runs[c], "opi", s.beta, s.config.alpha, s.config.permutations,
+    p_values = [np.nan] + [compare(runs[best], runs[c], metric, s.beta, s.config.alpha, s.config.permutations,
                                    s.seed).p_value for c in overall["configuration"].iloc[1:]]
     adjusted = [np.nan] + (list(false_discovery_control(p_values[1:])) if len(p_values) > 1 else [])
     verdicts = ["best"] + ["lower" if p < s.config.alpha else "not distinguishable" for p in adjusted[1:]]
@@ -235,15 +263,17 @@ def plot_heatmap(table: pd.DataFrame, labels: dict[str, str], path: Path, metric
     return path
 
 
-def plot_bars(overall: pd.DataFrame, labels: dict[str, str], opi_name: str, confidence: float, path: Path) -> Path:
+def plot_bars(overall: pd.DataFrame, labels: dict[str, str], metrics: Sequence[str], confidence: float,
+              path: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     short = [labels.get(c, c) for c in overall["configuration"]]
-    fig, axes = plt.subplots(1, 3, figsize=(max(9.0, 0.9 * len(short) * 1.5), 3.8), sharey=False)
-    for ax, metric in zip(axes, ["bertsim", "lrcr", opi_name]):
+    fig, axes = plt.subplots(1, len(metrics), figsize=(max(3.0 * len(metrics), 0.45 * len(short) * len(metrics)),
+                                                        3.8), sharey=False, squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
         values = overall[metric].to_numpy()
         errors = np.vstack([values - overall[f"{metric}_ci_low"], overall[f"{metric}_ci_high"] - values])
         ax.bar(range(len(short)), values, yerr=errors, capsize=3, color="#4c72b0")

@@ -34,6 +34,7 @@ class DatasetConfig:
     limit: Optional[int] = None
     on_invalid: str = "error"
     max_context_words: int = 100_000  # longer articles are refused (a wrong column or an unsplit corpus, usually)
+    evidence_separator: Optional[str] = None  # cut a text evidence column into pieces (else one piece per row)
     split_per_relation: int = 10  # bundled split=train|test: examples per relation in the balanced split
     test_fraction: float = 0.2
 
@@ -47,9 +48,30 @@ class DatasetConfig:
         _require(self.sample is None or self.sample > 0, f"dataset.sample must be > 0, got {self.sample}")
 
 
+GOLD_SOURCES = ("labels", "classifier", "none")
+
+
 @dataclass
 class RelationsConfig:
     set: str = "paper13"  # a packaged set name or a path to a YAML label file
+    # where each example's gold relation comes from: labels (the data's, or dataset.labels_path), classifier (the
+    # configured classifier labels the gold triple, as the paper does), none (no LRCR/OPI); null = labels when the
+    # data has them, else classifier when it can label, else none
+    gold: Optional[str] = None
+
+    def __post_init__(self):
+        _require(self.gold is None or self.gold in GOLD_SOURCES,
+                 f"relations.gold must be one of {', '.join(GOLD_SOURCES)} or null, got {self.gold!r}")
+
+
+@dataclass
+class RetrievalConfig:
+    # article: retrieve from the example's own article (the paper); corpus: one index over the chunks of every
+    # distinct article of the dataset, as deployed RAG does
+    scope: str = "article"
+
+    def __post_init__(self):
+        _require(self.scope in ("article", "corpus"), f"retrieval.scope must be article or corpus, got {self.scope!r}")
 
 
 @dataclass
@@ -214,6 +236,7 @@ class OPIConfig:
     relations: RelationsConfig = MISSING
     chunking: ChunkingConfig = MISSING
     embedding: EmbeddingConfig = MISSING
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     retriever: Any = MISSING  # a retriever component: the configuration's one retriever
     retrievers: dict[str, Any] = field(default_factory=dict)  # every retriever, by name: members of combinations
     combination: Any = MISSING  # a combination component (opi.combine): single, A- or S-

@@ -94,13 +94,16 @@ def test_undecodable_file(tmp_path):
         load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl")), label_set=LABELS)
 
 
-def test_zero_rows_and_missing_labels(tmp_path):
+def test_zero_rows_and_rows_without_labels(tmp_path):
+    from opi.data import labelled
+
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(DataError, match="zero rows"):
         load_examples(DatasetConfig(kind="table", path=str(tmp_path / "empty.jsonl")))
-    write_jsonl(tmp_path / "d.jsonl", [{k: v for k, v in GOOD.items() if k != "relation"}])
-    with pytest.raises(DataError, match="no relation label"):
-        load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl")), label_set=LABELS)
+    write_jsonl(tmp_path / "d.jsonl", [{k: v for k, v in GOOD.items() if k != "relation"}, GOOD | {"id": "x"}])
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl")), label_set=LABELS)
+    assert examples[0].relation is None and examples[1].relation == GOOD["relation"]  # where gold comes from: the run
+    assert labelled(examples) == "some" and labelled(examples[:1]) == "none" and labelled(examples[1:]) == "all"
 
 
 def test_filters_sample_and_limit():
@@ -119,3 +122,34 @@ def test_balanced_split_warns_when_a_relation_is_short():
     with pytest.warns(UserWarning, match="fewer than per_relation=20"):
         train, test = balanced_split(examples, per_relation=20, test_fraction=0.2, seed=0)
     assert len(test) == 4 and len(train) == 16
+
+
+def test_evidence_as_text_is_one_piece_or_cut_at_the_separator(tmp_path):
+    base = {"context": CONTEXT, "question": "When did the mill close?", "answer": "In 1901."}
+    pd.DataFrame([{**base, "id": "a", "evidence": "It closed in 1901 after the river silted up."},
+                  {**base, "id": "b", "evidence": ""}]).to_csv(tmp_path / "d.csv", index=False)
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.csv")))
+    assert examples[0].evidence == ("It closed in 1901 after the river silted up.",)  # one item, not characters
+    assert examples[1].evidence == ()
+    pd.DataFrame([{**base, "id": "a", "evidence": "The mill opened in 1850. || It closed in 1901."}]).to_csv(
+        tmp_path / "s.csv", index=False)
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "s.csv"), evidence_separator="||"))
+    assert examples[0].evidence == ("The mill opened in 1850.", "It closed in 1901.")
+    pd.DataFrame([{**base, "id": "a", "evidence": ["The mill opened in 1850.", "It closed in 1901."]}]).to_parquet(
+        tmp_path / "p.parquet")  # a parquet list column arrives as an array
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "p.parquet")))
+    assert examples[0].evidence == ("The mill opened in 1850.", "It closed in 1901.")
+
+
+def test_rows_without_labels_load_and_unanswerable_squad_questions_are_counted(tmp_path):
+    squad = {"data": [{"title": "Mill", "paragraphs": [{"context": CONTEXT, "qas": [
+        {"id": "q1", "question": "When did the mill open?", "answers": [{"text": "in 1850", "answer_start": 16}]},
+        {"id": "q2", "question": "Who owned the mill?", "answers": [], "is_impossible": True},
+        {"id": "q3", "question": "Why did it close?", "answers": [{"text": "the river silted up",
+                                                                   "answer_start": 40}]}]}]}]}
+    (tmp_path / "squad.json").write_text(json.dumps(squad))
+    examples, report = load_examples(DatasetConfig(kind="squad", path=str(tmp_path / "squad.json")), label_set=LABELS)
+    assert [e.id for e in examples] == ["q1", "q3"] and all(e.relation is None for e in examples)
+    assert report.rows_read == 3 and report.rows_kept == 2
+    assert report.dropped == {"unanswerable (no gold answer)": 1}
+    assert "1 unanswerable (no gold answer)" in report.describe()

@@ -6,6 +6,9 @@ and what the sweep report tabulates, computed in this one place.
 - per relation ``<metric>.<relation>`` and ``n.<relation>``;
 - means of the retrieval diagnostics and of the LLM-scored answer metrics where present (missing values left out);
 - ``unknown_relations``: answers a classifier could not label (always counted as wrong).
+Rows without gold relations (``relations.gold=none``) get BERTSim, its interval and the means: no LRCR or OPI,
+absent rather than 0 or NaN. Where only some rows lack one (an LLM could not name a gold answer's relation), LRCR
+and OPI are over the others and ``gold_relations_missing`` counts them.
 """
 from __future__ import annotations
 
@@ -14,11 +17,11 @@ from typing import Sequence
 import pandas as pd
 
 from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS
-from opi.metrics.opi import beta_key, summary
+from opi.metrics.opi import beta_key, bertsim, summary
 from opi.metrics.stats import confidence_intervals
 from opi.relations import UNKNOWN
 
-RETRIEVAL_MEANS = ("retrieved_sentences", "retrieved_words", *DIAGNOSTIC_COLUMNS)
+RETRIEVAL_MEANS = ("retrieved_sentences", "retrieved_words", *DIAGNOSTIC_COLUMNS, "right_article")
 ANSWER_SCORE_MEANS = {"correctness": "correctness", "correctness_f1": "correctness_f1", "judge_score": "judge_mean"}
 
 
@@ -36,9 +39,18 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
                           confidence: float = 0.95, resamples: int = 2000, seed: int = 0
                           ) -> tuple[dict[str, float], pd.DataFrame]:
     """(metrics, per-relation table) of one configuration."""
-    metrics, table = summary(rows, relations, sorted({*betas, beta}))
+    if not has_gold_relations(rows):
+        interval = confidence_intervals(rows, beta, confidence, resamples, seed, metrics=("bertsim",))["bertsim"]
+        metrics = {"bertsim": bertsim(rows["similarity"].tolist()), "n_examples": float(len(rows)),
+                   "bertsim_ci_low": interval.low, "bertsim_ci_high": interval.high, **means(rows)}
+        return metrics, pd.DataFrame(columns=["relation", "n", "bertsim"])
+    labelled = rows[rows["relation"].notna()]  # a gold relation the classifier could not name: left out here
+    metrics, table = summary(labelled, relations, sorted({*betas, beta}))
     metrics["opi"] = metrics[beta_key(beta)]
-    for name, interval in confidence_intervals(rows, beta, confidence, resamples, seed).items():
+    if len(labelled) < len(rows):
+        metrics.update(bertsim=bertsim(rows["similarity"].tolist()), n_examples=float(len(rows)),
+                       gold_relations_missing=float(len(rows) - len(labelled)))
+    for name, interval in confidence_intervals(labelled, beta, confidence, resamples, seed).items():
         metrics[f"{name}_ci_low"], metrics[f"{name}_ci_high"] = interval.low, interval.high
     for record in table.to_dict("records"):
         for key, value in record.items():
@@ -47,6 +59,10 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
     metrics.update(means(rows))
     metrics["unknown_relations"] = float((rows["predicted_relation"] == UNKNOWN).sum())
     return metrics, table
+
+
+def has_gold_relations(rows: pd.DataFrame) -> bool:
+    return bool(rows["relation"].notna().any())
 
 
 def usage_totals(usage: dict[str, float]) -> dict[str, float]:

@@ -8,6 +8,7 @@ paired permutation test (each example's pair of results swapped at random), whic
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -61,8 +62,9 @@ def stratified_draws(relations: np.ndarray, resamples: int, seed: int) -> np.nda
 
 
 def confidence_intervals(rows: pd.DataFrame, beta: float = 1.0, confidence: float = 0.95, resamples: int = 2000,
-                         seed: int = 0) -> dict[str, Interval]:
-    """Percentile intervals from a relation-stratified bootstrap, for bertsim, lrcr and opi_<β>."""
+                         seed: int = 0, metrics: Sequence[str] = METRICS) -> dict[str, Interval]:
+    """Percentile intervals from a relation-stratified bootstrap, for ``metrics`` (bertsim, lrcr and opi_<β>;
+    rows without gold relations are one stratum and have only bertsim)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     scorer = Scorer(rows, beta)
@@ -70,7 +72,7 @@ def confidence_intervals(rows: pd.DataFrame, beta: float = 1.0, confidence: floa
     identity = np.arange(len(rows))
     tail = (1 - confidence) / 2 * 100
     result = {}
-    for metric in METRICS:
+    for metric in metrics:
         values = scorer(draws, metric)
         low, high = np.percentile(values, [tail, 100 - tail])
         name = beta_key(beta) if metric == "opi" else metric

@@ -1,11 +1,19 @@
-"""Word-based retrievers: BM25 (rank-bm25's Okapi BM25) and TF-IDF (scikit-learn, cosine)."""
+"""Word-based retrievers: BM25 (rank-bm25's Okapi BM25) and TF-IDF (scikit-learn, cosine).
+
+BM25 reproduces LangChain's ``BM25Retriever`` with its defaults: tokens are whitespace-separated strings, case and
+punctuation kept ("enzootic?" does not match "enzootic"), and the top k come in rank-bm25's ``get_top_n`` order.
+``tokenizer=words`` lower-cases and keeps letters and digits instead, so punctuation and capitals no longer hide a
+match: a better retriever than the paper's, but not the one it measured.
+"""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from opi.chunking import Chunk
-from opi.retrievers.base import Retriever, top_k
+from opi.retrievers.base import Ranking, Retriever, top_k
 
 _WORD = re.compile(r"\w+")
 
@@ -15,23 +23,35 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+TOKENIZERS = {"whitespace": str.split, "words": words}  # whitespace: LangChain's default_preprocessing_func
+
+
 @dataclass
 class BM25Retriever(Retriever):
     name: str = "BM25"
     k1: float = 1.5
     b: float = 0.75
     epsilon: float = 0.25
+    tokenizer: str = "whitespace"  # whitespace (LangChain's default) | words (lower-cased letters and digits)
 
     def __post_init__(self):
         super().__post_init__()
         if self.k1 < 0 or not 0.0 <= self.b <= 1.0:
             raise ValueError(f"need k1 >= 0 and 0 <= b <= 1, got k1={self.k1}, b={self.b}")
+        if self.tokenizer not in TOKENIZERS:
+            raise ValueError(f"tokenizer must be one of {sorted(TOKENIZERS)}, got {self.tokenizer!r}")
 
     def rank(self, questions, chunks: list[Chunk]):
         from rank_bm25 import BM25Okapi
 
-        index = BM25Okapi([words(c.text) for c in chunks], k1=self.k1, b=self.b, epsilon=self.epsilon)
-        return [top_k(index.get_scores(words(q)), self.k) for q in questions]
+        tokens = TOKENIZERS[self.tokenizer]
+        index = BM25Okapi([tokens(c.text) for c in chunks], k1=self.k1, b=self.b, epsilon=self.epsilon)
+        rankings = []
+        for question in questions:
+            scores = index.get_scores(tokens(question))
+            order = np.argsort(scores)[::-1][: self.k]  # rank_bm25's get_top_n, which LangChain calls
+            rankings.append(Ranking(tuple(int(i) for i in order), tuple(float(scores[i]) for i in order)))
+        return rankings
 
 
 @dataclass
