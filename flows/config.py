@@ -94,16 +94,19 @@ class Identity:
     kind: str  # single | A- | S-
     members: tuple[str, ...]  # the retrievers it runs (display names)
     name: str  # the run name: setup | reader | classifier
+    bound: str | None = None  # lower (random) or upper (oracle): a reference point, not a contender
 
     def tags(self) -> dict[str, str]:
-        return {"opi.setup": self.setup, "opi.kind": self.kind, "opi.members": ",".join(self.members)}
+        return {"opi.setup": self.setup, "opi.kind": self.kind, "opi.members": ",".join(self.members),
+                **({"opi.bound": self.bound} if self.bound else {})}
 
 
 def describe(config: OPIConfig) -> Identity:
     members = tuple(getattr(r, "name", type(r).__name__) for r in config.members().values())
     setup = members[0] if config.single else config.combination.name
     classifier = getattr(config.classifier, "name", type(config.classifier).__name__)
-    return Identity(setup, config.combination.kind, members, f"{setup} | {config.llm.name} | {classifier}")
+    bound = getattr(config.retriever, "bound", None) if config.single else None
+    return Identity(setup, config.combination.kind, members, f"{setup} | {config.llm.name} | {classifier}", bound)
 
 
 def settings_of(component: Any) -> dict[str, Any]:

@@ -141,6 +141,21 @@ def training_for(config: OPIConfig, data: Data) -> Training | None:
                     [e.relation for e in examples], cross_fit)
 
 
+def prepared(config: OPIConfig) -> OPIConfig:
+    """The configuration ready to run on its data (loaded and validated here): ``relations.gold`` decided, and the
+    data has what the retrievers need. A DataError otherwise, before any work."""
+    from opi.data import DataError
+
+    data = load_data(config)
+    needs_evidence = [r.name for r in config.members().values() if getattr(r, "needs_evidence", False)]
+    if needs_evidence and not all(e.evidence for e in data.examples):
+        missing = sum(not e.evidence for e in data.examples)
+        raise DataError(f"the {needs_evidence[0]} retriever returns the chunks holding each example's gold evidence, "
+                        f"and {missing} of {len(data.examples)} examples of {data.report.source} have none (an "
+                        "'evidence' column): leave it out of the sweep for this data")
+    return resolve_gold(config, data)
+
+
 def resolve_gold(config: OPIConfig, data: Data) -> OPIConfig:
     """``config`` with ``relations.gold`` decided (see ``opi.relations.gold_source``); a notice when it was not
     given and the data has no labels; DataError when the request cannot be met."""
@@ -275,7 +290,8 @@ def relation_stages(config: OPIConfig, data: Data, applied: list, registered: st
 
     examples = data.examples
     if config.relations.gold == "none":
-        return {"examples": examples, "predicted": [None] * len(examples), "metrics": {}, "usage": {}}
+        return {"examples": examples, "predicted": [None] * len(examples), "question_only": None, "metrics": {},
+                "usage": {}}
     training = training_for(config, data)
     learned = (training.ids, training.triples, training.labels, training.cross_fit) if training else (
         [], tasks.hashed([]), [], False)
@@ -291,11 +307,16 @@ def relation_stages(config: OPIConfig, data: Data, applied: list, registered: st
         examples = [dataclasses.replace(e, relation=label if label != UNKNOWN else None)
                     for e, label in zip(examples, gold["predicted"])]
         usage = {k: usage.get(k, 0.0) + gold["usage"].get(k, 0.0) for k in {*usage, *gold["usage"]}}
+    # how much of LRCR the question alone explains: the same classifier, text and answer blanked (one result a sweep)
+    question_only = stages.call("classification", tasks.classify, config.classifier, config.llm, *learned, ids,
+                                tasks.hashed([Triple("", e.question, "") for e in examples]), *common)
+    usage = {k: usage.get(k, 0.0) + question_only["usage"].get(k, 0.0) for k in {*usage, *question_only["usage"]}}
     if training is not None:  # the same for every configuration of a sweep: one cached result
         metrics["classifier_cv_accuracy"] = stages.call(
             "classification", tasks.classifier_accuracy, config.classifier, *learned[:3], config.embedding,
             config.seed, tasks.code_version())
-    return {"examples": examples, "predicted": predicted["predicted"], "metrics": metrics, "usage": usage}
+    return {"examples": examples, "predicted": predicted["predicted"], "question_only": question_only["predicted"],
+            "metrics": metrics, "usage": usage}
 
 
 def run_stages(config: OPIConfig, data: Data, registered: str | None) -> tuple[dict[str, Any], dict[str, float]]:
@@ -320,6 +341,8 @@ def run_stages(config: OPIConfig, data: Data, registered: str | None) -> tuple[d
     similarities = stages.call("scoring", tasks.answer_similarity, [e.answer for e in examples], answers, emb, code)
     rows = pipeline.prediction_rows(relations["examples"], retrieved, texts, answers, relations["predicted"],
                                     similarities, articles if config.retrieval.scope == "corpus" else None)
+    if relations["question_only"] is not None:
+        rows["predicted_relation_question_only"] = relations["question_only"]
     quality = {"columns": {}, "counts": {}, "usage": {}}
     if config.metrics.correctness or config.metrics.judge:
         quality = stages.call("answer-metrics", tasks.answer_quality, config.metrics, config.llm, questions,
@@ -355,7 +378,7 @@ def evaluate_job(cfg: DictConfig) -> float:
     config = checked(cfg)
     identity = describe(config)
     # data problems stop here, before Prefect and before any stage
-    config = run_or_explain(lambda: resolve_gold(config, load_data(config)))
+    config = run_or_explain(prepared, config)
     start_prefect_server_early()  # in a multirun, already booting since the sweep's data was found good
     result = run_or_explain(evaluate_flow, config)
     metrics = result["metrics"]

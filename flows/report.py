@@ -118,7 +118,7 @@ def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = No
     if settings.gold_source is None:
         settings = dataclasses.replace(settings, gold_source=first_child.data.tags.get("gold_relation_source"))
     configurations = [Configuration(name, run.data.tags.get("opi.kind", "single"), run.data.tags.get("opi.setup", name),
-                                    frame) for name, (run, frame) in runs.items()]
+                                    frame, run.data.tags.get("opi.bound")) for name, (run, frame) in runs.items()]
     if cache_dir is None:
         report = build_report(configurations, relations, settings)
     else:
@@ -134,7 +134,7 @@ def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = No
         client.log_artifacts(parent_run_id, folder, "report")
         if out is not None:
             report.write(out)
-    best = report.overall.iloc[0]
+    best = report.best
     client.log_metric(parent_run_id, f"best_{report.rank_by}", float(best[report.rank_by]))
     client.log_metric(parent_run_id, "distinguishable_from_best",
                       float((report.overall["verdict"] == "lower").sum()))

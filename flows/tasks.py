@@ -23,7 +23,7 @@ from prefect.utilities.hashing import hash_objects
 
 from flows.locks import FileLockManager
 from opi import components, pipeline
-from opi.classify import cross_fit_predict, cross_validated_accuracy
+from opi.classify import CrossFitted
 from opi.embeddings import shared_embedder
 from opi.relations import Triple
 from opi.schemas import EmbeddingConfig, LLMConfig, MetricsConfig
@@ -229,12 +229,8 @@ def classify(classifier, llm: LLMConfig, train_ids: list[str], train: list[Tripl
         model = components.with_resources(classifier, pipeline=mlflow.sklearn.load_model(registered_uri), **resources)
         return {"predicted": model.predict(apply), "usage": {}, "counts": {}}
     if getattr(classifier, "trains", False):
-        def fresh():
-            return components.with_resources(classifier, **resources)
-
-        predicted = (cross_fit_predict(fresh, train_ids, train, train_labels, apply_ids, apply,
-                                       getattr(classifier, "folds", 5)) if cross_fit
-                     else fresh().fit(train, train_labels).predict(apply))
+        model = fitted(classifier, train_ids, train, train_labels, cross_fit, resources)
+        predicted = model.predict(apply_ids, apply) if cross_fit else model.predict(apply)
         return {"predicted": predicted, "usage": {}, "counts": {}}
     from flows.llm import client_for, progress_bar
 
@@ -247,13 +243,34 @@ def classify(classifier, llm: LLMConfig, train_ids: list[str], train: list[Tripl
             "counts": {"parse_failures": float(getattr(model, "parse_failures", 0))}}
 
 
+_FITTED: dict[str, Any] = {}  # fitted classifiers of this process: one fit serves every configuration of a sweep
+
+
+def fitted(classifier, train_ids: list[str], train: list[Triple], train_labels: list[str], cross_fit: bool,
+           resources: dict[str, Any]):
+    """The classifier fitted on its training triples (cross-fitted, for the data's own pool), fitted once per
+    process for the same settings and data."""
+    key = hash_objects(settings_key(classifier), train_ids, getattr(train, "content_hash", None) or train,
+                       train_labels, cross_fit, resources["seed"], settings_key(resources["embedding"]),
+                       raise_on_failure=True)
+    if key not in _FITTED:
+        def fresh():
+            return components.with_resources(classifier, **resources)
+
+        while len(_FITTED) >= 2:  # a sweep's (a cross-fitted and a plainly fitted one at most), not every one seen
+            _FITTED.pop(next(iter(_FITTED)))
+        _FITTED[key] = (CrossFitted(fresh, train_ids, train, train_labels, getattr(classifier, "folds", 5))
+                        if cross_fit else fresh().fit(train, train_labels))
+    return _FITTED[key]
+
+
 @task(name="classifier-accuracy")
 def classifier_accuracy(classifier, train_ids: list[str], train: list[Triple], train_labels: list[str],
                         embedding: EmbeddingConfig, seed: int, code: str) -> float:
     """Cross-validated accuracy of the classifier on its labelled training triples."""
-    resources = _resources(embedding, seed)
-    return cross_validated_accuracy(lambda: components.with_resources(classifier, **resources), train_ids, train,
-                                    train_labels, getattr(classifier, "folds", 5))
+    model = fitted(classifier, train_ids, train, train_labels, True, _resources(embedding, seed))
+    predicted = model.predict(train_ids, train)
+    return float(sum(p == g for p, g in zip(predicted, train_labels)) / len(train_labels))
 
 
 @task(name="answer-similarity")

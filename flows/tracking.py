@@ -149,21 +149,21 @@ def validate_before_work(config: DictConfig) -> None:
 
     from omegaconf import open_dict
 
+    from flows.config import typed
     from flows.entry import EXIT_USER_ERROR, run_or_explain
-    from flows.evaluate import load_data, resolve_gold
+    from flows.evaluate import prepared
     from flows.prefect_runtime import start_prefect_server_early
 
     base = copy.deepcopy(config)
     with open_dict(base):
         base.pop("hydra", None)
-    from flows.config import typed
 
     try:
         checked = typed(base, list(config.hydra.overrides.task))
     except ValueError as err:
         log.error("invalid configuration: %s", err)
         raise SystemExit(EXIT_USER_ERROR) from None
-    run_or_explain(lambda: resolve_gold(checked, load_data(checked)))
+    run_or_explain(prepared, checked)
     start_prefect_server_early()
 
 

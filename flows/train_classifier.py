@@ -48,15 +48,16 @@ def fit_local(cfg: OPIConfig, train_triples, train_labels, mlflow) -> tuple[Any,
     from opi.classify import relation_pipeline, triples_frame
 
     t, emb, C = cfg.train, cfg.embedding, getattr(cfg.classifier, "C", 30.0)
+    words = getattr(cfg.classifier, "question_words", False)
     frame = triples_frame(train_triples)
     folds = StratifiedKFold(n_splits=t.cv_folds, shuffle=True, random_state=cfg.seed)
     scores = {}
     for family in t.families:
-        pipeline = relation_pipeline(family, C, cfg.seed, emb.model, emb.device)
+        pipeline = relation_pipeline(family, C, cfg.seed, emb.model, emb.device, words)
         scores[family] = float(cross_val_score(pipeline, frame, train_labels, cv=folds).mean())
         log.info("cross-validated accuracy on train, %s: %.4f", family, scores[family])
     best = max(scores, key=scores.get)
-    pipeline = relation_pipeline(best, C, cfg.seed, emb.model, emb.device)
+    pipeline = relation_pipeline(best, C, cfg.seed, emb.model, emb.device, words)
     pipeline.fit(frame, train_labels)
     info = mlflow.sklearn.log_model(pipeline, name="relation-classifier", registered_model_name=t.register_name,
                                     input_example=frame.head(2), skops_trusted_types=TRUSTED_TYPES)

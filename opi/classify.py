@@ -1,13 +1,15 @@
 """Logical-relation classifiers: name the relation an answer expresses.
 
-``LocalRelationClassifier`` is a scikit-learn logistic regression over the question's word 1-2-grams (TF-IDF) and
-the sentence embeddings of question and answer. As in the paper it is trained on gold (context, question, answer)
--> relation triples and applied to (retrieved sentences, question, generated answer), but it leaves the text
-itself out: in a set where one article carries questions of several relations (the bundled one has five per
-article), the context embedding identifies the article, not the reasoning, and pulled cross-validated accuracy
-below chance (5 % vs 7.7 % on deeplogic-130); question + answer features reach about 47 %. ``cross_fit_predict`` labels
-every example with a model that never saw it: examples are split into folds by a hash of their id, so the folds,
-and therefore the trained models, are the same for every retriever configuration in a sweep.
+``LocalRelationClassifier`` is a scikit-learn logistic regression over the sentence embeddings of question and
+answer. As in the paper it is trained on gold (context, question, answer) -> relation triples and applied to
+(retrieved sentences, question, generated answer), but it leaves the text itself out: where one article carries
+questions of several relations, the context embedding identifies the article, not the reasoning (it pulled
+cross-validated accuracy below chance on deeplogic-130). Question word n-grams are off by default: on deeplogic-v2
+they add nothing to cross-validated accuracy (0.490 vs 0.488) but make LRCR follow the question's wording rather
+than the answer (question-only LRCR 0.183 vs 0.154; random vs oracle retrieval 0.202 vs 0.245 LRCR with them,
+0.161 vs 0.236 without). ``cross_fit_predict`` labels every example with a model that never saw it: examples are
+split into folds by a hash of their id, so the folds, and therefore the trained models, are the same for every
+retriever configuration in a sweep.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from opi.relations import UNKNOWN, RelationSet, Triple
 
-__all__ = ["Triple", "LocalRelationClassifier", "LLMRelationClassifier", "cross_fit_predict",
+__all__ = ["Triple", "LocalRelationClassifier", "LLMRelationClassifier", "CrossFitted", "cross_fit_predict",
            "cross_validated_accuracy", "parse_relation", "relation_pipeline"]
 
 
@@ -52,8 +54,10 @@ FAMILIES = ("logreg", "linear_svc")
 
 
 def relation_pipeline(family: str = "logreg", C: float = 30.0, seed: int = 0,
-                      embedding_model: str = "packaged:all-MiniLM-L6-v2", device: str = "cpu"):
-    """Question word 1-2-grams (TF-IDF) + question and answer embeddings -> a linear classifier."""
+                      embedding_model: str = "packaged:all-MiniLM-L6-v2", device: str = "cpu",
+                      question_words: bool = False):
+    """Question and answer embeddings (+ question word 1-2-grams, TF-IDF, with ``question_words``) -> a linear
+    classifier."""
     from sklearn.compose import ColumnTransformer
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -63,7 +67,8 @@ def relation_pipeline(family: str = "logreg", C: float = 30.0, seed: int = 0,
     if family not in FAMILIES:
         raise ValueError(f"unknown classifier family {family!r}; use one of {FAMILIES}")
     features = ColumnTransformer([
-        ("question_words", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True), "question"),
+        *([("question_words", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True), "question")]
+          if question_words else []),
         ("question_embedding", SentenceEmbeddingFeatures(embedding_model, device), "question"),
         ("answer_embedding", SentenceEmbeddingFeatures(embedding_model, device), "answer"),
     ])
@@ -88,6 +93,9 @@ class LocalRelationClassifier:
     name: str = "local-clf"
     family: str = "logreg"  # logreg | linear_svc
     C: float = 30.0
+    # question word n-grams as features too: they let the classifier name relations from the question's wording
+    # alone, which makes LRCR move less with what was retrieved (lrcr_question_only shows how much)
+    question_words: bool = False
     folds: int = 5  # cross-fitting: each example is labelled by a model fitted on the other folds
     registered: Optional[str] = None  # a registered model (models:/name@alias): applied as it is, no training
     train_path: Optional[str] = None  # a labelled file (context, question, answer, relation) to train on instead
@@ -109,7 +117,7 @@ class LocalRelationClassifier:
             raise ValueError("the relation classifier needs training examples of at least two relations")
         model = getattr(self.embedding, "model", "packaged:all-MiniLM-L6-v2")
         device = getattr(self.embedding, "device", "cpu")
-        self.pipeline = relation_pipeline(self.family, self.C, self.seed, model, device)
+        self.pipeline = relation_pipeline(self.family, self.C, self.seed, model, device, self.question_words)
         self.pipeline.fit(triples_frame(triples), list(labels))
         self.fitted = True
         return self
@@ -124,33 +132,43 @@ class LocalRelationClassifier:
         return dataclasses.replace(self, pipeline=None)
 
 
+class CrossFitted:
+    """One classifier per fold, each fitted on the gold pool outside its fold (folds by a hash of the example id):
+    an example is labelled by the model that did not see it. Fitted once, it labels any number of triple sets (the
+    generated answers of every configuration of a sweep, the question alone, the gold answers). A fold whose
+    training part holds a single relation (a small pool) predicts that relation; an empty one, ``unknown``."""
+
+    def __init__(self, make_classifier: Callable[[], Any], pool_ids: Sequence[str], pool: Sequence[Triple],
+                 labels: Sequence[str], folds: int = 5):
+        from collections import Counter
+
+        self.folds = folds
+        pool_fold = [fold_of(i, folds) for i in pool_ids]
+        self.models: dict[int, Any] = {}
+        for f in range(folds):
+            fit_on = [i for i, g in enumerate(pool_fold) if g != f]
+            seen = Counter(labels[i] for i in fit_on)
+            self.models[f] = (make_classifier().fit([pool[i] for i in fit_on], [labels[i] for i in fit_on])
+                              if len(seen) >= 2 else seen.most_common(1)[0][0] if seen else UNKNOWN)
+
+    def predict(self, apply_ids: Sequence[str], apply: Sequence[Triple]) -> list[str]:
+        apply_fold = [fold_of(i, self.folds) for i in apply_ids]
+        predictions: list[str] = [""] * len(apply_ids)
+        for f in sorted(set(apply_fold)):
+            held_out = [i for i, g in enumerate(apply_fold) if g == f]
+            model = self.models[f]
+            labels = [model] * len(held_out) if isinstance(model, str) else model.predict([apply[i] for i in held_out])
+            for i, label in zip(held_out, labels):
+                predictions[i] = label
+        return predictions
+
+
 def cross_fit_predict(make_classifier: Callable[[], Any], pool_ids: Sequence[str], pool: Sequence[Triple],
                       labels: Sequence[str], apply_ids: Sequence[str], apply: Sequence[Triple], folds: int = 5
                       ) -> list[str]:
-    """Label ``apply[i]`` with a classifier fitted on the gold ``pool`` triples outside ``apply_ids[i]``'s fold.
-
-    The pool is typically the whole labelled dataset; folds come from a hash of the id, so an example is never
-    labelled by a model that saw it, and the same models serve every configuration of a sweep. A fold whose
-    training part holds a single relation (a small pool) predicts that relation; an empty one, ``unknown``.
-    """
-    from collections import Counter
-
-    pool_fold = [fold_of(i, folds) for i in pool_ids]
-    apply_fold = [fold_of(i, folds) for i in apply_ids]
-    predictions: list[str] = [""] * len(apply_ids)
-    for f in sorted(set(apply_fold)):
-        fit_on = [i for i, g in enumerate(pool_fold) if g != f]
-        seen = Counter(labels[i] for i in fit_on)
-        held_out = [i for i, g in enumerate(apply_fold) if g == f]
-        if len(seen) < 2:
-            fallback = seen.most_common(1)[0][0] if seen else UNKNOWN
-            for i in held_out:
-                predictions[i] = fallback
-            continue
-        classifier = make_classifier().fit([pool[i] for i in fit_on], [labels[i] for i in fit_on])
-        for i, label in zip(held_out, classifier.predict([apply[i] for i in held_out])):
-            predictions[i] = label
-    return predictions
+    """Label ``apply[i]`` with a classifier fitted on the gold ``pool`` triples outside ``apply_ids[i]``'s fold
+    (``CrossFitted``, fitted and applied once)."""
+    return CrossFitted(make_classifier, pool_ids, pool, labels, folds).predict(apply_ids, apply)
 
 
 def cross_validated_accuracy(make_classifier, ids, triples, labels, folds: int = 5) -> float:

@@ -18,7 +18,6 @@ from typing import Any, Iterable, Sequence
 from opi.schemas import DatasetConfig
 
 REQUIRED = ("context", "question", "answer")
-BUNDLED = "deeplogic-130"
 
 
 class DataError(ValueError):
@@ -216,11 +215,11 @@ def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: st
     return [{**row, "relation": by_key.get(key)} for row, key in zip(rows, keys)]
 
 
-def bundled_path(name: str = BUNDLED) -> Path:
+def bundled_path(name: str) -> Path:
     return Path(str(resources.files("opi") / "datasets" / name))
 
 
-def load_bundled(name: str = BUNDLED) -> list[dict[str, Any]]:
+def load_bundled(name: str) -> list[dict[str, Any]]:
     folder = bundled_path(name)
     articles = {a["article_id"]: a for a in read_table(folder / "articles.jsonl")}
     return [{**q, "context": articles[q["article_id"]]["context"]} for q in read_table(folder / "examples.jsonl")]

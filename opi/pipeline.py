@@ -63,7 +63,7 @@ def rank_examples(retriever: Retriever, examples: Sequence[Example], articles: d
     rankings = {}
     for group in by_index.values():
         article = articles[document_id(group[0].context)]
-        for example, ranking in zip(group, retriever.rank([e.question for e in group], list(article.chunks))):
+        for example, ranking in zip(group, retriever.rank_examples(group, list(article.chunks))):
             rankings[example.id] = ranking
     return rankings
 

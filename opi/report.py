@@ -24,10 +24,11 @@ import pandas as pd
 
 from opi.metrics.configuration import configuration_metrics, has_gold_relations
 from opi.metrics.opi import beta_key
-from opi.metrics.stats import compare
+from opi.metrics.stats import compare, gap_closed
 from opi.schemas import ReportConfig
 
-SHOWN_MEANS = ["retrieved_sentences_mean", "retrieved_words_mean", "support_recall", "answer_found", "evidence_hit",
+SHOWN_MEANS = ["lrcr_question_only", "gap_closed", "gap_closed_ci_low", "gap_closed_ci_high",
+               "retrieved_sentences_mean", "retrieved_words_mean", "support_recall", "answer_found", "evidence_hit",
                "right_article"]
 ANSWER_SCORES = {"bertsim": "similarity", "correctness": "correctness", "judge_mean": "judge_score"}
 
@@ -39,6 +40,7 @@ class Configuration:
     kind: str  # single | A- | S-
     setup: str  # kNN, A-Four, ...: the short label in plots
     predictions: pd.DataFrame
+    bound: str | None = None  # lower (random retriever) | upper (oracle) | None (a contender)
 
 
 @dataclass(frozen=True)
@@ -99,22 +101,35 @@ class SweepReport:
         return beta_key(self.settings.beta)
 
     @property
+    def best(self) -> pd.Series:
+        """The best contender's row (the random and oracle bounds are reference points)."""
+        return self.overall[self.overall["verdict"] == "best"].iloc[0]
+
+    @property
     def metrics(self) -> list[str]:
         return ["bertsim", "lrcr", self.rank_by] if self.relation_tables else ["bertsim"]
 
     def headline(self) -> str:
         s, o, key = self.settings.config, self.overall, self.rank_by
-        best = o.iloc[0]
+        best = self.best
         tied = o[o["verdict"] == "not distinguishable"]["configuration"].tolist()
         text = f"Gold relations: {GOLD_SOURCES[self.settings.gold_source]}. " if self.settings.gold_source else ""
         text += (f"{len(o)} configurations, {int(best['n'])} examples each. Best by {display(key)}: "
                  f"**{best['configuration']}** ({best[key]:.3f}, {s.confidence:.0%} interval "
                  f"{best[key + '_ci_low']:.3f}-{best[key + '_ci_high']:.3f}). ")
+        contenders = o[o["kind"] != "bound"]
         if tied:
             text += (f"Not distinguishable from it at α = {s.alpha} (paired permutation test, Benjamini-Hochberg "
                      f"adjusted): {', '.join(tied)}.")
-        else:
+        elif len(contenders) > 1:
             text += f"Every other configuration is lower at α = {s.alpha}."
+        if "gap_closed" in o:
+            lower, upper = (o[o["bound"] == b].iloc[0] for b in ("lower", "upper"))
+            text += (f" Bounds: {lower['configuration']} {lower[key]:.3f}, {upper['configuration']} {upper[key]:.3f} "
+                     f"(apart at p = {upper['p_upper_vs_lower_bound']:.3g}; the upper bound {upper['verdict']} than the "
+                     f"best at adjusted p = {upper['p_adjusted']:.3g}); the best closes {best['gap_closed']:.0%} of the "
+                     f"gap between them ({s.confidence:.0%} interval {best['gap_closed_ci_low']:.0%}-"
+                     f"{best['gap_closed_ci_high']:.0%}).")
         return text
 
     def _sections(self) -> list[tuple[str, pd.DataFrame]]:
@@ -176,7 +191,8 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
     for c in configurations:
         metrics, table = configuration_metrics(c.predictions, relations, [1.0], s.beta, s.config.confidence,
                                                s.config.resamples, s.seed)
-        row = {"configuration": c.name, "kind": c.kind, "n": len(c.predictions)}
+        row = {"configuration": c.name, "kind": "bound" if c.bound else c.kind, "bound": c.bound,
+               "n": len(c.predictions)}
         for name in dict.fromkeys(["bertsim", "lrcr", key] if labelled else ["bertsim"]):
             row.update({name: metrics[name], f"{name}_ci_low": metrics[f"{name}_ci_low"],
                         f"{name}_ci_high": metrics[f"{name}_ci_high"]})
@@ -187,6 +203,7 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
         per_relation.append(table.assign(configuration=c.name))
     overall = pd.DataFrame(rows).sort_values(key, ascending=False, kind="stable").reset_index(drop=True)
     overall = _against_best(overall, runs, s, "opi" if labelled else "bertsim")
+    overall = _between_bounds(overall, configurations, s, "opi" if labelled else "bertsim")
     labels = {c.name: c.setup for c in configurations}
     if not labelled:
         return SweepReport(overall, pd.DataFrame(), pd.DataFrame(), _answer_quality(overall), s, labels, key)
@@ -199,16 +216,41 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
                        relation_tables)
 
 
+def _between_bounds(overall: pd.DataFrame, configurations: Sequence[Configuration], s: ReportSettings, metric: str
+                    ) -> pd.DataFrame:
+    """With one random (lower) and one oracle (upper) configuration in the sweep: each configuration's share of
+    the gap between them closed, with its interval."""
+    bounds = {c.bound: c.predictions for c in configurations if c.bound}
+    if set(bounds) != {"lower", "upper"}:
+        return overall
+    closed = {c.name: gap_closed(c.predictions, bounds["lower"], bounds["upper"], metric, s.beta,
+                                 s.config.confidence, s.config.resamples, s.seed) for c in configurations}
+    apart = compare(bounds["upper"], bounds["lower"], metric, s.beta, s.config.alpha, s.config.permutations, s.seed)
+    return overall.assign(p_upper_vs_lower_bound=apart.p_value,
+                          gap_closed=[closed[c].value for c in overall["configuration"]],
+                          gap_closed_ci_low=[closed[c].low for c in overall["configuration"]],
+                          gap_closed_ci_high=[closed[c].high for c in overall["configuration"]])
+
+
 def _against_best(overall: pd.DataFrame, runs: dict[str, pd.DataFrame], s: ReportSettings, metric: str
                   ) -> pd.DataFrame:
     from scipy.stats import false_discovery_control
 
-    best = overall["configuration"].iloc[0]
-    p_values = [np.nan] + [compare(runs[best], runs[c], metric, s.beta, s.config.alpha, s.config.permutations,
-                                   s.seed).p_value for c in overall["configuration"].iloc[1:]]
-    adjusted = [np.nan] + (list(false_discovery_control(p_values[1:])) if len(p_values) > 1 else [])
-    verdicts = ["best"] + ["lower" if p < s.config.alpha else "not distinguishable" for p in adjusted[1:]]
-    return overall.assign(p_vs_best=p_values, p_adjusted=adjusted, verdict=verdicts)
+    """Each configuration against the best contender (bounds are reference points, never "best"): paired
+    permutation p-values, Benjamini-Hochberg adjusted over all comparisons; verdict lower / higher / not
+    distinguishable."""
+    contenders = overall[overall["kind"] != "bound"]
+    best = (contenders if len(contenders) else overall)["configuration"].iloc[0]
+    others = [c for c in overall["configuration"] if c != best]
+    tests = {c: compare(runs[best], runs[c], metric, s.beta, s.config.alpha, s.config.permutations, s.seed)
+             for c in others}
+    adjusted = dict(zip(others, false_discovery_control([tests[c].p_value for c in others]) if others else []))
+    verdicts = {best: "best", **{c: "not distinguishable" if adjusted[c] >= s.config.alpha
+                                 else "lower" if tests[c].difference > 0 else "higher" for c in others}}
+    names = overall["configuration"]
+    return overall.assign(p_vs_best=[tests[c].p_value if c in tests else np.nan for c in names],
+                          p_adjusted=[adjusted.get(c, np.nan) for c in names],
+                          verdict=[verdicts[c] for c in names])
 
 
 def _strengths(runs: dict[str, pd.DataFrame], long: pd.DataFrame, s: ReportSettings) -> pd.DataFrame:

@@ -22,7 +22,7 @@ def _require(condition: bool, message: str) -> None:
 @dataclass
 class DatasetConfig:
     kind: str = "bundled"  # bundled | rag12000 | table | squad
-    name: str = "deeplogic-130"
+    name: str = "deeplogic-v2"  # bundled: deeplogic-v2 | deeplogic-130
     path: Optional[str] = None
     columns: dict[str, str] = field(default_factory=dict)
     labels_path: Optional[str] = None

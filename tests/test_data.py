@@ -107,18 +107,18 @@ def test_zero_rows_and_rows_without_labels(tmp_path):
 
 
 def test_filters_sample_and_limit():
-    all_examples, _ = load_examples(DatasetConfig(kind="bundled"))
-    fuzzy, _ = load_examples(DatasetConfig(kind="bundled", relations=["fuzzy"]))
+    all_examples, _ = load_examples(DatasetConfig(name="deeplogic-130"))
+    fuzzy, _ = load_examples(DatasetConfig(name="deeplogic-130", relations=["fuzzy"]))
     assert len(fuzzy) == 10 and {e.relation for e in fuzzy} == {"fuzzy"}
-    a, _ = load_examples(DatasetConfig(kind="bundled", sample=20), seed=1)
-    b, _ = load_examples(DatasetConfig(kind="bundled", sample=20), seed=1)
+    a, _ = load_examples(DatasetConfig(name="deeplogic-130", sample=20), seed=1)
+    b, _ = load_examples(DatasetConfig(name="deeplogic-130", sample=20), seed=1)
     assert [e.id for e in a] == [e.id for e in b] and len(a) == 20
-    limited, _ = load_examples(DatasetConfig(kind="bundled", limit=5))
+    limited, _ = load_examples(DatasetConfig(name="deeplogic-130", limit=5))
     assert [e.id for e in limited] == [e.id for e in all_examples[:5]]
 
 
 def test_balanced_split_warns_when_a_relation_is_short():
-    examples, _ = load_examples(DatasetConfig(kind="bundled", relations=["fuzzy", "numerical"]))
+    examples, _ = load_examples(DatasetConfig(name="deeplogic-130", relations=["fuzzy", "numerical"]))
     with pytest.warns(UserWarning, match="fewer than per_relation=20"):
         train, test = balanced_split(examples, per_relation=20, test_fraction=0.2, seed=0)
     assert len(test) == 4 and len(train) == 16

@@ -98,3 +98,25 @@ def test_a_configuration_without_judge_scores_gets_no_rank():
             "BM25 | x | y": predictions(0.6, 0.6, seed=2).assign(judge_score=None)}
     table = build_report(configurations(runs, KINDS), RELATIONS, FAST).answer_quality.set_index("configuration")
     assert table.loc["kNN | x | y", "judge_mean_rank"] == 1 and pd.isna(table.loc["BM25 | x | y", "judge_mean_rank"])
+
+
+def test_bounds_are_reference_points_and_every_configuration_is_placed_between_them(runs):
+    swept = [Configuration("Random | x | y", "single", "Random", predictions(0.30, 0.10, seed=5), "lower"),
+             Configuration("Oracle | x | y", "single", "Oracle", predictions(0.90, 0.90, seed=6), "upper"),
+             *configurations({k: v.copy() for k, v in runs.items()}, KINDS)]
+    for c in swept:
+        c.predictions["predicted_relation_question_only"] = c.predictions["relation"].iloc[::-1].to_numpy()
+    report = build_report(swept, RELATIONS, FAST)
+    overall = report.overall.set_index("configuration")
+    assert report.best["configuration"] != "Oracle | x | y"  # the oracle is above everything, and no contender
+    assert overall.loc["Oracle | x | y", "kind"] == "bound" and overall.loc["Oracle | x | y", "verdict"] == "higher"
+    assert overall.loc["Random | x | y", "gap_closed"] == 0 and overall.loc["Oracle | x | y", "gap_closed"] == 1
+    low, high = overall.loc["Random | x | y", "opi_1"], overall.loc["Oracle | x | y", "opi_1"]
+    for name in runs:  # the share of the gap, computed by hand from the three OPI-1 values
+        assert overall.loc[name, "gap_closed"] == pytest.approx((overall.loc[name, "opi_1"] - low) / (high - low))
+        assert overall.loc[name, "gap_closed_ci_low"] <= overall.loc[name, "gap_closed"] <= overall.loc[
+            name, "gap_closed_ci_high"]
+    flipped = swept[0].predictions
+    assert overall.loc["Random | x | y", "lrcr_question_only"] == pytest.approx(
+        (flipped["relation"] == flipped["predicted_relation_question_only"]).mean())
+    assert "Bounds: Random | x | y" in report.headline() and "of the gap between them" in report.headline()

@@ -5,7 +5,9 @@ and what the sweep report tabulates, computed in this one place.
 - relation-stratified bootstrap intervals (``<metric>_ci_low`` / ``_high``);
 - per relation ``<metric>.<relation>`` and ``n.<relation>``;
 - means of the retrieval diagnostics and of the LLM-scored answer metrics where present (missing values left out);
-- ``unknown_relations``: answers a classifier could not label (always counted as wrong).
+- ``unknown_relations``: answers a classifier could not label (always counted as wrong);
+- ``lrcr_question_only``: LRCR of the same classifier shown the question alone (answer and text blanked), where
+  the rows have it: how much of LRCR the wording of the questions explains, whatever was retrieved.
 Rows without gold relations (``relations.gold=none``) get BERTSim, its interval and the means: no LRCR or OPI,
 absent rather than 0 or NaN. Where only some rows lack one (an LLM could not name a gold answer's relation), LRCR
 and OPI are over the others and ``gold_relations_missing`` counts them.
@@ -58,6 +60,9 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
                 metrics[f"{key}.{record['relation']}"] = float(value)
     metrics.update(means(rows))
     metrics["unknown_relations"] = float((rows["predicted_relation"] == UNKNOWN).sum())
+    if "predicted_relation_question_only" in labelled:
+        metrics["lrcr_question_only"] = float((labelled["relation"] == labelled["predicted_relation_question_only"])
+                                              .mean())
     return metrics, table
 
 

@@ -121,3 +121,30 @@ def _align(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.DataFrame, pd.
         raise ValueError("a paired comparison needs both configurations scored on the same examples")
     order = first["id"].tolist()
     return first, second.set_index("id").loc[order].reset_index()
+
+
+def gap_closed(rows: pd.DataFrame, lower: pd.DataFrame, upper: pd.DataFrame, metric: str = "opi", beta: float = 1.0,
+               confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> Interval:
+    """Share of the gap between a lower and an upper bound (the random and oracle retrievers) that a configuration
+    closes, ``(M - M_lower) / (M_upper - M_lower)``, with a percentile interval from a relation-stratified bootstrap
+    that draws the same examples for all three. NaN where the bounds do not differ."""
+    if list(lower["id"]) != list(rows["id"]):
+        rows, lower = _align(rows, lower)
+    if list(upper["id"]) != list(rows["id"]):
+        rows, upper = _align(rows, upper)
+    n = len(rows)
+    scorer = Scorer(pd.concat([rows, lower, upper], ignore_index=True), beta, rows["relation"].to_numpy())
+
+    def share(draws: np.ndarray) -> np.ndarray:
+        value, low, high = scorer(draws, metric), scorer(draws + n, metric), scorer(draws + 2 * n, metric)
+        gap = high - low
+        return np.where(gap > 0, (value - low) / np.where(gap > 0, gap, 1.0), np.nan)
+
+    draws = stratified_draws(scorer.relations, resamples, seed)
+    tail = (1 - confidence) / 2 * 100
+    shares = share(draws)
+    point = float(share(np.arange(n)[None, :])[0])
+    if np.isnan(shares).all():
+        return Interval(point, float("nan"), float("nan"))
+    low, high = np.nanpercentile(shares, [tail, 100 - tail])
+    return Interval(point, float(low), float(high))

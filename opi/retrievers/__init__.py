@@ -1,9 +1,11 @@
-"""The seven retrievers of the paper, and LangChain's, behind one interface (see ``base.Retriever``)."""
+"""The seven retrievers of the paper, LangChain's, and the random and oracle bounds, behind one interface (see
+``base.Retriever``)."""
 from opi.retrievers.base import Ranking, Retriever, top_k
+from opi.retrievers.bounds import OracleRetriever, RandomRetriever
 from opi.retrievers.dense import DPSRetriever, KNNRetriever, MMRRetriever
 from opi.retrievers.edi import EDIRetriever
 from opi.retrievers.lexical import BM25Retriever, TFIDFRetriever
 from opi.retrievers.svm import SVMRetriever
 
 __all__ = ["Ranking", "Retriever", "top_k", "DPSRetriever", "KNNRetriever", "BM25Retriever", "SVMRetriever",
-           "TFIDFRetriever", "MMRRetriever", "EDIRetriever"]
+           "TFIDFRetriever", "MMRRetriever", "EDIRetriever", "RandomRetriever", "OracleRetriever"]

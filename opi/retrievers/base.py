@@ -51,6 +51,10 @@ class Retriever(ABC):
     def rank(self, questions: list[str], chunks: list[Chunk]) -> list[Ranking]:
         """One ranking of at most ``k`` chunk ids per question."""
 
+    def rank_examples(self, examples: list, chunks: list[Chunk]) -> list[Ranking]:
+        """One ranking per example; retrievers that need more than the question (the oracle) override it."""
+        return self.rank([e.question for e in examples], chunks)
+
     def _require_embedder(self):
         if self.embedder is None:
             raise ValueError(f"{type(self).__name__} needs an embedder")

@@ -15,6 +15,7 @@ GROUPS = ["dataset", "relations", "chunking", "embedding", "retriever", "combina
           "metrics", "beta", "tracking", "report", "orchestration", "setup", "experiment"]
 # options that need a value a user must give
 REQUIRED = {
+    ("retriever", "oracle"): [],
     ("retriever", "custom"): ["retriever._target_=opi.retrievers.lexical.TFIDFRetriever"],
     ("retriever", "langchain"): ["retriever.factory=langchain_community.retrievers.BM25Retriever.from_documents"],
     ("classifier", "custom"): ["classifier._target_=opi.classify.LocalRelationClassifier"],
@@ -139,7 +140,7 @@ def test_globbing_a_group_sweeps_its_real_options_only():
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         assert loader.get_group_options("retriever") == ["bm25", "custom", "dps", "edi", "knn", "langchain", "mmr",
-                                                          "svm", "tfidf"]
+                                                          "oracle", "random", "svm", "tfidf"]
         assert loader.get_group_options("chunking") == ["large", "paper", "small"]
 
 

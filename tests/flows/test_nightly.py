@@ -13,7 +13,7 @@ import pytest
 from tests.cli import processes_with_env, run_cli
 
 # two configurations on 26 bundled examples (2 per relation): small, but enough for the paired test to see a real drop
-SET = ["hydra.sweeper.params.setup='knn,bm25'", "dataset.sample=26",
+SET = ["hydra.sweeper.params.setup='knn,bm25'", "dataset=deeplogic-130", "dataset.sample=26",
        "classifier.folds=2", "report.enabled=false"]
 
 

@@ -45,7 +45,7 @@ def test_local_backend_trains_registers_and_evaluates(tmp_path):
     from opi.data import balanced_split, load_examples
     from opi.schemas import DatasetConfig
 
-    _, test = balanced_split(load_examples(DatasetConfig(kind="bundled"))[0], 10, 0.2, 0)
+    _, test = balanced_split(load_examples(DatasetConfig(name="deeplogic-130"))[0], 10, 0.2, 0)
     model = LocalRelationClassifier(pipeline=mlflow.sklearn.load_model("models:/opi-relation-classifier@candidate"))
     assert model.predict([Triple(e.context, e.question, e.answer) for e in test]) == list(predictions["predicted"])
     assert "test accuracy" in log

@@ -68,3 +68,22 @@ def test_a_single_pair_is_never_significant():
     other = rows.assign(similarity=0.0)
     result = compare(rows, other, "bertsim")
     assert result.difference == pytest.approx(rows["similarity"].item()) and not result.significant
+
+
+def test_share_of_the_gap_closed_between_bounds():
+    import pandas as pd
+
+    from opi.metrics.stats import gap_closed
+
+    def rows(similarities):
+        n = len(similarities)
+        return pd.DataFrame({"id": [f"e{i}" for i in range(n)], "relation": ["fuzzy"] * n,
+                             "predicted_relation": ["fuzzy"] * n, "similarity": similarities})
+
+    x, low, high = rows([0.6, 0.6, 0.6, 0.6]), rows([0.4, 0.4, 0.4, 0.4]), rows([0.8, 0.8, 0.8, 0.8])
+    closed = gap_closed(x, low, high, "bertsim", resamples=200)
+    assert closed.value == pytest.approx(0.5) and closed.low == pytest.approx(0.5) and closed.high == pytest.approx(0.5)
+    varied = gap_closed(rows([0.5, 0.7, 0.6, 0.6]), low, high, "bertsim", resamples=500, seed=1)
+    assert varied.value == pytest.approx(0.5) and varied.low < 0.5 < varied.high
+    no_gap = gap_closed(x, low, low, "bertsim", resamples=100)  # bounds that do not differ place nothing
+    assert np.isnan(no_gap.value) and np.isnan(no_gap.low)
