@@ -30,7 +30,7 @@ def run_cli(module: str, tmp_path: Path, *overrides: str, env: dict | None = Non
     # the tests run on the small deeplogic-130 unless they name their data (the default, deeplogic-v2, is 3x larger)
     quick = [] if any(o.startswith(("dataset=", "dataset.kind")) for o in overrides) or module not in (
         "flows.evaluate", "flows.train_classifier") else ["dataset=deeplogic-130"]
-    command = [sys.executable, "-m", module, *quick, *overrides,
+    command = [sys.executable, "-m", module, *overrides, *quick,
                f"tracking.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
                f"tracking.artifact_location={tmp_path}/artifacts", f"paths.cache_dir={tmp_path}/{cache}",
                f"paths.llm_cache={tmp_path}/llm_calls.sqlite",

@@ -47,7 +47,7 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
     assert "0 of" in log  # cold: nothing reused
 
     again = run_smoke(tmp_path)
-    assert again.count("6 of 6 stage results reused from the cache (the configuration's whole result") == 2
+    assert again.count("7 of 7 stage results reused from the cache (the configuration's whole result") == 2
     assert "sweep report: tables and tests of these predictions reused from the cache" in again
     assert "reused from the cache" not in log.split("sweep of 2 configurations")[-1]  # the first report was built
     runs = mlflow.search_runs(experiment_names=["opi"])
@@ -59,7 +59,7 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
 
     # a setting that changes the metrics, not the stages: the whole result is computed again from cached stages
     changed = run_cli("flows.evaluate", tmp_path, "experiment=smoke", "dataset.limit=2", "report.resamples=500")
-    assert changed.count("6 of 6 stage results reused from the cache") == 2
+    assert changed.count("7 of 7 stage results reused from the cache") == 2
     assert "whole result" not in changed
 
 
@@ -79,7 +79,7 @@ def test_dask_runner_gives_the_metrics_of_the_default_runner(tmp_path):
     for runner in ("threads", "dask"):
         (tmp_path / runner).mkdir()
         log = run_cli("flows.evaluate", tmp_path / runner, *job, f"orchestration={runner}")
-        assert "0 of 7 stage results reused" in log  # cold: every stage ran on this runner
+        assert "0 of 8 stage results reused" in log  # cold: every stage ran on this runner
     threads, dask = child_metrics(tmp_path / "threads"), child_metrics(tmp_path / "dask")
     assert set(dask) == set(threads) == {"A-Two | extractive | local-clf"}
     for name in ("bertsim", "lrcr", "opi_1", "opi_1_mean", "support_recall", "classifier_cv_accuracy"):

@@ -108,7 +108,7 @@ def test_two_sweeps_at_once_share_the_cache_and_store(tmp_path):
     # kNN's and BM25's 6 stages, computed once between the two sweeps (chunking and the classifier are shared)
     assert sum(r.data.metrics["cache_misses"] for r in children) <= 12
     again = run_cli("flows.evaluate", tmp_path, *sweep)  # a third run reads every cached result back intact
-    assert again.count("6 of 6 stage results reused") == 2
+    assert again.count("7 of 7 stage results reused") == 2
     assert not processes_with_env("PREFECT_HOME", str(tmp_path / "prefect"))
 
 
