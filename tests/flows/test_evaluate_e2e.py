@@ -51,8 +51,8 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
     assert "sweep report: tables and tests of these predictions reused from the cache" in again
     assert "reused from the cache" not in log.split("sweep of 2 configurations")[-1]  # the first report was built
     runs = mlflow.search_runs(experiment_names=["opi"])
-    assert (runs[runs["tags.opi.role"] == "configuration"]["metrics.cache_hits"] == 6).sum() == 2
-    warm = runs[(runs["tags.opi.role"] == "configuration") & (runs["metrics.cache_hits"] == 6)]
+    assert (runs[runs["tags.opi.role"] == "configuration"]["metrics.cache_hits"] == 7).sum() == 2
+    warm = runs[(runs["tags.opi.role"] == "configuration") & (runs["metrics.cache_hits"] == 7)]
     assert (warm["metrics.texts_embedded"] == 0).all() and (warm["metrics.cache_misses"] == 0).all()
     for name in ("bertsim", "lrcr", "opi_1", "opi_1_ci_low"):  # the kept result is the computed one
         assert sorted(warm[f"metrics.{name}"]) == sorted(children[f"metrics.{name}"]), name
