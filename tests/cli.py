@@ -22,19 +22,29 @@ def processes_with_env(name: str, value: str) -> list[int]:
     return found
 
 
-def run_cli(module: str, tmp_path: Path, *overrides: str, env: dict | None = None, cache: str = "cache",
-            expect: int | None = 0, timeout: float = 1200) -> str:
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1", "PREFECT_HOME": str(tmp_path / "prefect")}
-    environment.pop("PREFECT_API_URL", None)  # a user's server is not the test's
-    environment.update(env or {})
+def cli_command(module: str, folder: Path, *overrides: str, cache: str = "cache") -> list[str]:
+    """The command line for an entry point with every store under ``folder``."""
     # the tests run on the small deeplogic-130 unless they name their data (the default, deeplogic-v2, is 3x larger)
     quick = [] if any(o.startswith(("dataset=", "dataset.kind")) for o in overrides) or module not in (
         "flows.evaluate", "flows.train_classifier") else ["dataset=deeplogic-130"]
-    command = [sys.executable, "-m", module, *overrides, *quick,
-               f"tracking.tracking_uri=sqlite:///{tmp_path}/mlflow.db",
-               f"tracking.artifact_location={tmp_path}/artifacts", f"paths.cache_dir={tmp_path}/{cache}",
-               f"paths.llm_cache={tmp_path}/llm_calls.sqlite",
-               f"hydra.sweep.dir={tmp_path}/multirun", f"hydra.run.dir={tmp_path}/outputs"]
+    return [sys.executable, "-m", module, *overrides, *quick,
+            f"tracking.tracking_uri=sqlite:///{folder}/mlflow.db",
+            f"tracking.artifact_location={folder}/artifacts", f"paths.cache_dir={folder}/{cache}",
+            f"paths.llm_cache={folder}/llm_calls.sqlite",
+            f"hydra.sweep.dir={folder}/multirun", f"hydra.run.dir={folder}/outputs"]
+
+
+def cli_environment(folder: Path, env: dict | None = None) -> dict:
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1", "PREFECT_HOME": str(folder / "prefect")}
+    environment.pop("PREFECT_API_URL", None)  # a user's server is not the test's
+    environment.update(env or {})
+    return environment
+
+
+def run_cli(module: str, tmp_path: Path, *overrides: str, env: dict | None = None, cache: str = "cache",
+            expect: int | None = 0, timeout: float = 1200) -> str:
+    environment = cli_environment(tmp_path, env)
+    command = cli_command(module, tmp_path, *overrides, cache=cache)
     # output to a file, not a pipe: a stray grandchild holding a pipe open would hang the test instead of failing it
     log_path = tmp_path / f"{module}-{len(list(tmp_path.glob('*.log')))}.log"
     with open(log_path, "w") as log:

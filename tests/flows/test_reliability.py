@@ -12,19 +12,14 @@ import mlflow
 import pytest
 
 from opi.llm import local_server
-from tests.cli import processes_with_env, run_cli
+from tests.cli import cli_command, processes_with_env, run_cli, cli_environment
 from tests.fake_openai import FakeOpenAI
 
 
 def start_cli(folder: Path, *overrides: str, env: dict | None = None) -> tuple[subprocess.Popen, Path]:
     """Like tests.cli.run_cli, but returns the running process (its own session, so the test can kill it all)."""
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1", "PREFECT_HOME": str(folder / "prefect"), **(env or {})}
-    environment.pop("PREFECT_API_URL", None)
     log = folder / f"started-{len(list(folder.glob('started-*.log')))}.log"
-    command = [sys.executable, "-m", "flows.evaluate", *overrides,
-               f"tracking.tracking_uri=sqlite:///{folder}/mlflow.db", f"tracking.artifact_location={folder}/artifacts",
-               f"paths.cache_dir={folder}/cache", f"paths.llm_cache={folder}/llm_calls.sqlite",
-               f"hydra.sweep.dir={folder}/multirun", f"hydra.run.dir={folder}/outputs"]
+    command, environment = cli_command("flows.evaluate", folder, *overrides), cli_environment(folder, env)
     process = subprocess.Popen(command, stdout=open(log, "w"), stderr=subprocess.STDOUT, env=environment, cwd=folder,
                                stdin=subprocess.DEVNULL, start_new_session=True)
     return process, log
