@@ -1,6 +1,8 @@
 """Benchmark 1: the paper grid through OPI vs the loop a LangChain user writes by hand, same retrieved chunks.
 
-    python benchmarks/naive_vs_opi.py [--examples 130] [--configurations dps,knn,...]
+    python benchmarks/naive_vs_opi.py [--dataset deeplogic-130] [--examples N ...] [--configurations dps,knn,...]
+
+Each ``--examples`` size (default: all, then the first 10) is one side-by-side run: OPI then the naive loop.
 
 OPI: ``opi-eval experiment=paper_grid`` (cold cache, in a temporary folder, with its classifier and report, i.e.
 more work than the naive loop does). Naive: for each configuration and each example, split the article, build the
@@ -41,8 +43,8 @@ def members(setup: str) -> tuple[str, list[str]]:
     return "single", [setup]
 
 
-def run_opi(folder: Path, setups: list[str], limit: int | None) -> float:
-    command = [sys.executable, "-m", "flows.evaluate", "-m", f"setup={','.join(setups)}",
+def run_opi(folder: Path, setups: list[str], dataset: str, limit: int | None) -> float:
+    command = [sys.executable, "-m", "flows.evaluate", "-m", f"setup={','.join(setups)}", f"dataset={dataset}",
                f"tracking.tracking_uri=sqlite:///{folder}/mlflow.db", f"tracking.artifact_location={folder}/artifacts",
                f"paths.cache_dir={folder}/cache", f"hydra.sweep.dir={folder}/multirun"]
     if limit:
@@ -65,10 +67,11 @@ def opi_chunks(folder: Path, examples) -> dict[tuple[str, str], list[str]]:
     articles = prepare_articles([e.context for e in examples])
     context = {e.id: e.context for e in examples}
     found = {}
-    for name, (_, rows) in child_predictions(client, find_sweep(client, "opi", None)).items():
+    for name, (run, rows) in child_predictions(client, find_sweep(client, "opi", None)).items():
+        setup = run.data.tags["opi.setup"]
         for example_id, chunk_ids in zip(rows["id"], rows["chunk_ids"]):
             chunks = articles[document_id(context[example_id])].chunks
-            found[(name.split(" | ")[0], example_id)] = [chunks[i].text for i in chunk_ids]
+            found[(setup, example_id)] = [chunks[i].text for i in chunk_ids]
     return found
 
 
@@ -100,7 +103,6 @@ def naive_grid(examples, setups: list[str], size: int = 100, overlap: int = 20):
     from sklearn.metrics.pairwise import euclidean_distances
 
     from opi.embeddings import PACKAGED_MINILM, resolve_model_path
-    from opi.retrievers.lexical import words
 
     model = SentenceTransformer(resolve_model_path(PACKAGED_MINILM), device="cpu")
     model = SentenceTransformer(modules=[m for m in model if not isinstance(m, Normalize)], device="cpu")
@@ -118,8 +120,7 @@ def naive_grid(examples, setups: list[str], size: int = 100, overlap: int = 20):
         if name == "svm":
             return [d.page_content for d in SVMRetriever.from_texts(chunks, embeddings, k=4).invoke(question)]
         if name == "bm25":
-            return [d.page_content for d in BM25Retriever.from_texts(chunks, k=4, preprocess_func=words)
-                    .invoke(question)]
+            return [d.page_content for d in BM25Retriever.from_texts(chunks, k=4).invoke(question)]
         if name == "tfidf":
             return [d.page_content for d in TFIDFRetriever.from_texts(chunks, k=4).invoke(question)]
         if name == "mmr":
@@ -184,33 +185,39 @@ class _Fixed:
         return Fixed()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--examples", type=int, default=None, help="first N bundled examples (default: all 130)")
-    parser.add_argument("--configurations", default=",".join(SETUPS))
-    args = parser.parse_args()
+def side_by_side(dataset: str, setups: list[str], limit: int | None) -> None:
     from opi.data import load_examples
     from opi.schemas import DatasetConfig
 
-    setups = args.configurations.split(",")
-    examples, _ = load_examples(DatasetConfig(kind="bundled", limit=args.examples))
+    examples, _ = load_examples(DatasetConfig(kind="bundled", name=dataset, limit=limit))
     with tempfile.TemporaryDirectory() as folder:
-        opi_seconds = run_opi(Path(folder), setups, args.examples)
+        opi_seconds = run_opi(Path(folder), setups, dataset, limit)
         ours = opi_chunks(Path(folder), examples)
     started = time.perf_counter()
     theirs, similarities, texts = naive_grid(examples, setups)
     naive_seconds = time.perf_counter() - started
     different = [key for key in theirs if theirs[key] != ours.get(key)]
-    print(f"{len(setups)} configurations x {len(examples)} examples")
+    print(f"\n{len(setups)} configurations x {len(examples)} examples of {dataset}")
     print(f"{'':<28}{'seconds':>9}")
     print(f"{'OPI (opi-eval, cold cache)':<28}{opi_seconds:>9.1f}")
     print(f"{'naive LangChain loop':<28}{naive_seconds:>9.1f}   ({texts} texts embedded)")
     print(f"ratio naive / OPI: {naive_seconds / opi_seconds:.1f}x")
-    print(f"identical retrieved chunks: {len(theirs) - len(different)} of {len(theirs)}")
+    print(f"identical retrieved chunks: {len(theirs) - len(different)} of {len(theirs)}", flush=True)
     for key in different[:5]:
         print("  differs:", key, "\n    naive:", [t[:40] for t in theirs[key]], "\n    opi:  ",
               [t[:40] for t in ours.get(key, [])])
     assert not different, f"{len(different)} (configuration, example) pairs retrieved different chunks"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="deeplogic-130", help="a bundled set (deeplogic-130 or deeplogic-v2)")
+    parser.add_argument("--examples", type=int, nargs="*", default=[0, 10],
+                        help="first N examples, one run per size (0: all; default: all, then 10)")
+    parser.add_argument("--configurations", default=",".join(SETUPS))
+    args = parser.parse_args()
+    for limit in args.examples:
+        side_by_side(args.dataset, args.configurations.split(","), limit or None)
 
 
 if __name__ == "__main__":

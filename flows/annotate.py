@@ -134,6 +134,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    flows.command_start()
     import mlflow
 
     console_logging()

@@ -23,8 +23,9 @@ import hydra
 from omegaconf import DictConfig
 
 from flows.config import CONF_DIR, describe, effective_settings, register_configs
-from flows.entry import checked, run_or_explain
+from flows.entry import checked, hydra_command, run_or_explain
 from flows.prefect_runtime import run_flow, start_prefect_server_early
+from flows.progress import finished_one
 from opi.schemas import OPIConfig, OrchestrationConfig
 
 log = logging.getLogger("opi")
@@ -144,8 +145,10 @@ def training_for(config: OPIConfig, data: Data) -> Training | None:
 def prepared(config: OPIConfig) -> OPIConfig:
     """The configuration ready to run on its data (loaded and validated here): ``relations.gold`` decided, and the
     data has what the retrievers need. A DataError otherwise, before any work."""
+    from flows.stores import check_stores
     from opi.data import DataError
 
+    check_stores(config)
     data = load_data(config)
     needs_evidence = [r.name for r in config.members().values() if getattr(r, "needs_evidence", False)]
     if needs_evidence and not all(e.evidence for e in data.examples):
@@ -282,10 +285,21 @@ def chunked_articles(config: OPIConfig, data: Data, stages) -> dict:
     return corpus
 
 
+_WARNED: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    """A warning about the sweep's data, said once per process, not once per configuration."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        log.warning("%s", message)
+
+
 def relation_stages(config: OPIConfig, data: Data, applied: list, registered: str | None, stages) -> dict[str, Any]:
     """Gold relations (the data's, or the classifier's on the gold triples) and predicted ones (the classifier's
     on the generated answers); with ``relations.gold=none``, neither."""
     from flows import tasks
+    from opi.classify import training_warnings
     from opi.relations import UNKNOWN, Triple
 
     examples = data.examples
@@ -315,6 +329,8 @@ def relation_stages(config: OPIConfig, data: Data, applied: list, registered: st
         metrics["classifier_cv_accuracy"] = stages.call(
             "classification", tasks.classifier_accuracy, config.classifier, *learned[:3], config.embedding,
             config.seed, tasks.code_version())
+        for warning in training_warnings(training.labels, metrics["classifier_cv_accuracy"]):
+            warn_once(warning)
     return {"examples": examples, "predicted": predicted["predicted"], "question_only": question_only["predicted"],
             "metrics": metrics, "usage": usage}
 
@@ -358,8 +374,25 @@ def run_stages(config: OPIConfig, data: Data, registered: str | None) -> tuple[d
             stages.counts())
 
 
+def record(config: OPIConfig, result: dict) -> None:
+    """The configuration's predictions and table in the Hydra output folder, and its MLflow run."""
+    output = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
+    # write-then-rename: a run killed mid-write leaves no half file under a final name
+    write_atomically(output / "predictions.parquet", lambda path: result["predictions"].to_parquet(path, index=False))
+    write_atomically(output / "per_relation.csv", lambda path: result["per_relation"].to_csv(path, index=False))
+    if config.tracking.enabled:
+        from flows.tracking import log_run
+
+        identity = describe(config)
+        run_id = log_run(config.tracking, identity.name, effective_settings(config), result["metrics"],
+                         {"predictions.parquet": result["predictions"], "per_relation.csv": result["per_relation"]},
+                         {"opi.role": "configuration", "gold_relation_source": config.relations.gold,
+                          **identity.tags(), **prompt_tags(config)})
+        log.info("MLflow run %s", run_id)
+
+
 def write_atomically(path: Path, write) -> None:
-    partial = path.with_name(f".{path.name}.partial")
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # one name per writer
     write(partial)
     os.replace(partial, path)
 
@@ -369,7 +402,8 @@ def main() -> None:
     # SIGTERM (a scheduler, `kill`) ends the run like Ctrl-C does: through exit handlers, so the servers this
     # process started are stopped and its MLflow runs closed, instead of being left behind
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    evaluate_job()
+    flows.command_start()
+    hydra_command(evaluate_job)
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
@@ -379,27 +413,17 @@ def evaluate_job(cfg: DictConfig) -> float:
     identity = describe(config)
     # data problems stop here, before Prefect and before any stage
     config = run_or_explain(prepared, config)
-    start_prefect_server_early()  # in a multirun, already booting since the sweep's data was found good
+    run_or_explain(start_prefect_server_early)  # in a multirun, already booting since the sweep's data was found good
     result = run_or_explain(evaluate_flow, config)
     metrics = result["metrics"]
     metrics["seconds_total"] = time.perf_counter() - started
-    output = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
-    # write-then-rename: a run killed mid-write leaves no half file under a final name
-    write_atomically(output / "predictions.parquet", lambda path: result["predictions"].to_parquet(path, index=False))
-    write_atomically(output / "per_relation.csv", lambda path: result["per_relation"].to_csv(path, index=False))
-    if config.tracking.enabled:
-        from flows.tracking import log_run
-
-        run_id = log_run(config.tracking, identity.name, effective_settings(config), metrics,
-                         {"predictions.parquet": result["predictions"], "per_relation.csv": result["per_relation"]},
-                         {"opi.role": "configuration", "gold_relation_source": config.relations.gold,
-                          **identity.tags(), **prompt_tags(config)})
-        log.info("MLflow run %s", run_id)
+    run_or_explain(record, config, result)
+    progress = finished_one()
     if "lrcr" in metrics:
-        log.info("%s: BERTSim %.4f  LRCR %.4f  OPI-1 %.4f  (%.1f s)", identity.name, metrics["bertsim"],
+        log.info("%s%s: BERTSim %.4f  LRCR %.4f  OPI-1 %.4f  (%.1f s)", progress, identity.name, metrics["bertsim"],
                  metrics["lrcr"], metrics["opi_1"], metrics["seconds_total"])
     else:
-        log.info("%s: BERTSim %.4f  (no gold relations: no LRCR or OPI)  (%.1f s)", identity.name,
+        log.info("%s%s: BERTSim %.4f  (no gold relations: no LRCR or OPI)  (%.1f s)", progress, identity.name,
                  metrics["bertsim"], metrics["seconds_total"])
     return metrics.get("opi", metrics["bertsim"])
 

@@ -167,6 +167,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    flows.command_start()
     from flows.entry import EXIT_USER_ERROR, console_logging, run_or_explain
 
     console_logging()

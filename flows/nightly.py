@@ -192,6 +192,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    flows.command_start()
     from flows.entry import EXIT_USER_ERROR, console_logging
     from flows.prefect_runtime import run_flow
     from opi.data import DataError

@@ -103,6 +103,18 @@ def sweep_settings(client, parent: str) -> dict[str, str]:
     return dict(runs[0].data.params) if runs else {}
 
 
+def sweep_incomplete(parent, found: int) -> str | None:
+    """Why a sweep's report covers fewer configurations than the sweep planned (killed, failed, jobs missing)."""
+    planned = parent.data.tags.get("opi.planned_configurations")
+    of = f" of {planned}" if planned else ""
+    if parent.info.status in ("KILLED", "FAILED"):
+        return (f"it ended {parent.info.status} before it finished; {found}{of} configurations have results and "
+                "this report covers only those (run the same command again to finish it)")
+    if planned and found < int(planned):
+        return f"only {found}{of} configurations have results; this report covers only those"
+    return None
+
+
 def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = None, cache_dir: str | None = None):
     """Build the report from the children's predictions, log it under ``report/`` (and copy it to ``out``).
     With ``cache_dir``, a report of the same predictions and settings (a re-run sweep) is read from the cache."""
@@ -117,6 +129,10 @@ def log_sweep_report(client, parent_run_id: str, settings, out: Path | None = No
     relations = load_relation_set(first_child.data.params.get("relations.set", "paper13")).labels
     if settings.gold_source is None:
         settings = dataclasses.replace(settings, gold_source=first_child.data.tags.get("gold_relation_source"))
+    incomplete = sweep_incomplete(client.get_run(parent_run_id), len(runs))
+    if incomplete:
+        log.warning("sweep %s: %s", parent_run_id, incomplete)
+        settings = dataclasses.replace(settings, incomplete=incomplete)
     configurations = [Configuration(name, run.data.tags.get("opi.kind", "single"), run.data.tags.get("opi.setup", name),
                                     frame, run.data.tags.get("opi.bound")) for name, (run, frame) in runs.items()]
     if cache_dir is None:
@@ -168,6 +184,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    flows.command_start()
     import mlflow
 
     from flows.entry import EXIT_USER_ERROR, console_logging

@@ -22,6 +22,7 @@ from prefect.cache_policies import TASK_SOURCE, CachePolicy, Inputs
 from prefect.utilities.hashing import hash_objects
 
 from flows.locks import FileLockManager
+from flows.storage import AtomicLocalFileSystem
 from opi import components, pipeline
 from opi.classify import CrossFitted
 from opi.embeddings import shared_embedder
@@ -93,25 +94,28 @@ def cached(task_fn, cache_dir: str):
     processes (parallel sweep jobs, two sweeps) need the same result, one computes it and the other waits and reads
     it, instead of both computing and racing to write it."""
     results, keys, locks = cache_layout(cache_dir)
-    return task_fn.with_options(
+    configured = task_fn.with_options(
         cache_policy=(ContentInputs() + TASK_SOURCE).configure(key_storage=keys, lock_manager=locks,
                                                                isolation_level="SERIALIZABLE"),
-        persist_result=True, result_storage=results)
+        persist_result=True, result_storage=Path(results.basepath))
+    # Task() accepts an unsaved storage block only as a Path, which it turns into an unsaved LocalFileSystem at run
+    # time; ours is that same block, writing atomically, set after the constructor's check
+    configured.result_storage = results
+    return configured
 
 
-def cache_layout(cache_dir: str) -> tuple[Path, Path, FileLockManager]:
+def cache_layout(cache_dir: str) -> tuple[AtomicLocalFileSystem, AtomicLocalFileSystem, FileLockManager]:
     """Where the cache keeps results, their keys and its locks: one layout for tasks and ``result_store``."""
     root = Path(cache_dir).resolve()
-    return root / "results", root / "keys", FileLockManager(root / "locks")
+    return (AtomicLocalFileSystem(basepath=str(root / "results")), AtomicLocalFileSystem(basepath=str(root / "keys")),
+            FileLockManager(root / "locks"))
 
 def result_store(cache_dir: str):
     """The stage cache's store, for results kept without a task."""
-    from prefect.filesystems import LocalFileSystem
     from prefect.results import ResultStore
 
     results, keys, locks = cache_layout(cache_dir)
-    return ResultStore(result_storage=LocalFileSystem(basepath=str(results)),
-                       metadata_storage=LocalFileSystem(basepath=str(keys)), lock_manager=locks)
+    return ResultStore(result_storage=results, metadata_storage=keys, lock_manager=locks)
 
 
 def read_kept(cache_dir: str, key: str) -> Any | None:

@@ -142,18 +142,21 @@ def _close_if_open(tracking_uri: str, run_id: str) -> None:
         client.set_terminated(run_id, status="KILLED")
 
 
-def validate_before_work(config: DictConfig) -> None:
+def validate_before_work(config: DictConfig) -> int | None:
     """The sweep's base configuration and its data, checked before a parent run or Prefect's server exists (a
-    problem exits 2 with one line); then Prefect's temporary server boots in the background while jobs compose."""
+    problem exits 2 with one line); then Prefect's temporary server boots in the background while jobs compose.
+    Returns how many configurations the sweep runs (None when only Hydra's sweeper can tell)."""
     import copy
 
     from omegaconf import open_dict
 
     from flows.config import typed
-    from flows.entry import EXIT_USER_ERROR, run_or_explain
-    from flows.evaluate import prepared
+    from flows.entry import EXIT_USER_ERROR, composed, run_or_explain
+    from flows.evaluate import load_data, prepared
     from flows.prefect_runtime import start_prefect_server_early
+    from flows.progress import start_sweep, sweep_size
 
+    composed()
     base = copy.deepcopy(config)
     with open_dict(base):
         base.pop("hydra", None)
@@ -163,15 +166,22 @@ def validate_before_work(config: DictConfig) -> None:
     except ValueError as err:
         log.error("invalid configuration: %s", err)
         raise SystemExit(EXIT_USER_ERROR) from None
-    run_or_explain(prepared, checked)
-    start_prefect_server_early()
+    checked = run_or_explain(prepared, checked)
+    size = sweep_size(list(config.hydra.overrides.task), dict(config.hydra.sweeper.params or {}))
+    data = load_data(checked)
+    log.info("%s configurations on %s (%d examples), reader %s, classifier %s, gold relations: %s; results to "
+             "MLflow experiment %r", size or "the swept", data.report.source, len(data.examples), checked.llm.name,
+             getattr(checked.classifier, "name", "custom"), checked.relations.gold, checked.tracking.experiment)
+    start_sweep(size)
+    run_or_explain(start_prefect_server_early)
+    return size
 
 
 class MultirunParentRun(Callback):
     """Opens a parent MLflow run when a multirun starts; every job becomes its child; closes it at the end."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        validate_before_work(config)
+        planned = validate_before_work(config)
         tracking: TrackingConfig = OmegaConf.to_object(config.tracking)
         if not tracking.enabled:
             return
@@ -180,7 +190,8 @@ class MultirunParentRun(Callback):
         experiment = config.hydra.runtime.choices.get("experiment") or "sweep"
         experiment_id = mlflow.get_experiment_by_name(tracking.experiment).experiment_id
         run = mlflow.MlflowClient().create_run(experiment_id, run_name=f"{experiment} | {overrides}"[:200],
-                                               tags={"opi.role": "sweep", **run_tags(tracking)})
+                                               tags={"opi.role": "sweep", **run_tags(tracking),
+                                                     **({"opi.planned_configurations": str(planned)} if planned else {})})
         os.environ[PARENT_ENV] = run.info.run_id
         # interrupted (Ctrl-C, an exception): the parent must not stay RUNNING; normal ends close it below first
         atexit.register(_close_if_open, tracking.tracking_uri, run.info.run_id)
@@ -192,6 +203,7 @@ class MultirunParentRun(Callback):
             return
         client = _mlflow(OmegaConf.to_object(config.tracking)).MlflowClient()
         from flows.report import log_sweep_report, log_sweep_summary
+        from flows.progress import ui_pointer
         from opi.report import ReportSettings
 
         log_sweep_summary(client, parent)
@@ -205,3 +217,6 @@ class MultirunParentRun(Callback):
                             type(err).__name__, err, parent)
                 client.set_tag(parent, "opi.report_error", f"{type(err).__name__}: {err}"[:500])
         client.set_terminated(parent, status="FINISHED")
+        run = client.get_run(parent)
+        children = int(run.data.metrics.get("configurations", 0))
+        log.info("%s", ui_pointer(config.tracking.tracking_uri, run.info.experiment_id, parent, children))

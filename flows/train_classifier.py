@@ -16,7 +16,7 @@ import hydra
 from omegaconf import DictConfig
 
 from flows.config import CONF_DIR, register_configs
-from flows.entry import checked, run_or_explain
+from flows.entry import checked, hydra_command, run_or_explain
 from flows.evaluate import load_data
 from flows.prefect_runtime import run_flow, start_prefect_server_early
 from opi.schemas import OPIConfig
@@ -194,8 +194,9 @@ def train_job(cfg: DictConfig) -> float:
 
 
 def main() -> None:
-    start_prefect_server_early()
-    train_job()
+    flows.command_start()
+    run_or_explain(start_prefect_server_early)
+    hydra_command(train_job)
 
 
 if __name__ == "__main__":

@@ -242,3 +242,27 @@ class LLMRelationClassifier:
             self.parse_retries, 'Reply with only {"relation": "<label>"} using one of: ' + ", ".join(labels), progress)
         self.parse_failures += failures
         return [r if r is not None else UNKNOWN for r in results]
+
+
+MIN_PER_RELATION = 5  # fewer gold examples of a relation than this, and the classifier cannot learn it
+
+
+def training_warnings(labels: Sequence[str], cv_accuracy: float | None) -> list[str]:
+    """What makes a trained classifier's LRCR meaningless: relations it saw too few times to learn, and a
+    cross-validated accuracy no better than guessing the most common relation."""
+    from collections import Counter
+
+    counts = Counter(labels)
+    warnings = []
+    rare = sorted(r for r, n in counts.items() if n < MIN_PER_RELATION)
+    if rare:
+        warnings.append(f"the relation classifier has fewer than {MIN_PER_RELATION} labelled examples of "
+                        f"{len(rare)} of its {len(counts)} relations ({', '.join(rare[:5])}"
+                        f"{', ...' if len(rare) > 5 else ''}): it cannot learn them, so LRCR says little; label "
+                        "more examples (classifier.train_path) or use classifier=llm")
+    if cv_accuracy is not None and counts:
+        chance = max(counts.values()) / sum(counts.values())
+        if cv_accuracy <= chance:
+            warnings.append(f"the relation classifier's cross-validated accuracy ({cv_accuracy:.3f}) is no better "
+                            f"than always naming the most common relation ({chance:.3f}): LRCR measures nothing here")
+    return warnings

@@ -153,6 +153,10 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a .jsonl, .json (list of objects), .csv or .parquet file as dicts."""
     path = Path(path)
     suffix = path.suffix.lower()
+    if path.is_dir():
+        raise DataError(f"{path}: a folder, not a data file; name one .jsonl, .json, .csv or .parquet file")
+    if not path.exists():
+        raise DataError(f"{path}: file not found")
     if suffix == ".jsonl":
         rows = []
         for number, line in enumerate(_read_text(path).splitlines(), start=1):
@@ -161,6 +165,9 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError as err:
                     raise DataError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
+                if not isinstance(rows[-1], dict):
+                    raise DataError(f"{path}, line {number}: expected a JSON object (one example per line), got "
+                                    f"{type(rows[-1]).__name__} {line.strip()[:40]}")
         return rows
     if suffix == ".json":
         try:
@@ -169,19 +176,25 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
             raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
         if not isinstance(data, list):
             raise DataError(f"{path}: expected a JSON list of objects (for SQuAD files use dataset=squad)")
+        for number, item in enumerate(data, start=1):
+            if not isinstance(item, dict):
+                raise DataError(f"{path}, item {number}: expected a JSON object, got {type(item).__name__}")
         return data
     import pandas as pd
 
-    if suffix == ".csv":
-        import io
-
-        frame = pd.read_csv(io.StringIO(_read_text(path)), dtype=str, keep_default_na=False)
-    elif suffix == ".parquet":
-        if not path.exists():
-            raise DataError(f"{path}: file not found")
-        frame = pd.read_parquet(path)
-    else:
+    if suffix not in (".csv", ".parquet"):
         raise DataError(f"{path}: unsupported file type {suffix!r}; use .jsonl, .json, .csv or .parquet")
+    try:
+        if suffix == ".csv":
+            import io
+
+            frame = pd.read_csv(io.StringIO(_read_text(path)), dtype=str, keep_default_na=False)
+        else:
+            frame = pd.read_parquet(path)
+    except DataError:
+        raise
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as err:
+        raise DataError(f"{path}: cannot be read as {suffix[1:]} ({type(err).__name__}: {str(err)[:160]})") from None
     return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 

@@ -50,6 +50,7 @@ class ReportSettings:
     beta: float = 1.0
     seed: int = 0
     gold_source: str | None = None  # labels | classifier | none (relations.gold of the runs)
+    incomplete: str | None = None  # why the sweep's report covers fewer configurations than it planned
 
 
 GOLD_SOURCES = {"labels": "the data's relation labels",
@@ -113,7 +114,8 @@ class SweepReport:
         s, o, key = self.settings.config, self.overall, self.rank_by
         best = self.best
         tied = o[o["verdict"] == "not distinguishable"]["configuration"].tolist()
-        text = f"Gold relations: {GOLD_SOURCES[self.settings.gold_source]}. " if self.settings.gold_source else ""
+        text = f"**Incomplete sweep**: {self.settings.incomplete}. " if self.settings.incomplete else ""
+        text += f"Gold relations: {GOLD_SOURCES[self.settings.gold_source]}. " if self.settings.gold_source else ""
         text += (f"{len(o)} configurations, {int(best['n'])} examples each. Best by {display(key)}: "
                  f"**{best['configuration']}** ({best[key]:.3f}, {s.confidence:.0%} interval "
                  f"{best[key + '_ci_low']:.3f}-{best[key + '_ci_high']:.3f}). ")

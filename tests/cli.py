@@ -22,16 +22,18 @@ def processes_with_env(name: str, value: str) -> list[int]:
     return found
 
 
-def cli_command(module: str, folder: Path, *overrides: str, cache: str = "cache") -> list[str]:
-    """The command line for an entry point with every store under ``folder``."""
+def cli_command(module: str, folder: Path, *overrides: str, cache: str = "cache", default_folders: bool = False
+                ) -> list[str]:
+    """The command line for an entry point with every store under ``folder`` (and Hydra's output folders too,
+    unless ``default_folders``: then Hydra's defaults, relative to the working directory)."""
     # the tests run on the small deeplogic-130 unless they name their data (the default, deeplogic-v2, is 3x larger)
     quick = [] if any(o.startswith(("dataset=", "dataset.kind")) for o in overrides) or module not in (
         "flows.evaluate", "flows.train_classifier") else ["dataset=deeplogic-130"]
-    return [sys.executable, "-m", module, *overrides, *quick,
-            f"tracking.tracking_uri=sqlite:///{folder}/mlflow.db",
-            f"tracking.artifact_location={folder}/artifacts", f"paths.cache_dir={folder}/{cache}",
-            f"paths.llm_cache={folder}/llm_calls.sqlite",
-            f"hydra.sweep.dir={folder}/multirun", f"hydra.run.dir={folder}/outputs"]
+    stores = [f"tracking.tracking_uri=sqlite:///{folder}/mlflow.db", f"tracking.artifact_location={folder}/artifacts",
+              f"paths.cache_dir={folder}/{cache}", f"paths.llm_cache={folder}/llm_calls.sqlite",
+              *([] if default_folders else [f"hydra.sweep.dir={folder}/multirun", f"hydra.run.dir={folder}/outputs"])]
+    given = {o.split("=", 1)[0] for o in overrides}
+    return [sys.executable, "-m", module, *overrides, *quick, *(s for s in stores if s.split("=", 1)[0] not in given)]
 
 
 def cli_environment(folder: Path, env: dict | None = None) -> dict:

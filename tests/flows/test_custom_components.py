@@ -6,6 +6,7 @@ from pathlib import Path
 
 import mlflow
 import pandas as pd
+import pytest
 
 from tests.cli import run_cli
 
@@ -24,6 +25,7 @@ def predictions(client, run, tmp_path):
     return pd.read_parquet(client.download_artifacts(run.info.run_id, "predictions.parquet", str(tmp_path)))
 
 
+@pytest.mark.slow
 def test_a_custom_retriever_runs_alone_and_in_a_and_s_combinations(tmp_path):
     env = {"PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
     common = ["dataset.limit=6", "classifier.folds=2", "report.enabled=false"]

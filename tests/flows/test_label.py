@@ -17,6 +17,7 @@ PEOPLE = {"sq1": "temporal", "sq2": "comparative", "sq3": "direct_matching", "sq
           "sq5": "direct_matching", "sq6": "direct_matching", "sq7": "adversarial", "sq8": "deductive"}
 
 
+@pytest.mark.slow
 def test_export_label_import_and_use_the_labels(tmp_path, caplog):
     sheet_path = tmp_path / "sheet.csv"
     label.main(["export", "--n", "8", "--out", str(sheet_path), *ON_DATA])

@@ -16,10 +16,12 @@ from tests.cli import cli_command, processes_with_env, run_cli, cli_environment
 from tests.fake_openai import FakeOpenAI
 
 
-def start_cli(folder: Path, *overrides: str, env: dict | None = None) -> tuple[subprocess.Popen, Path]:
+def start_cli(folder: Path, *overrides: str, env: dict | None = None, default_folders: bool = False
+              ) -> tuple[subprocess.Popen, Path]:
     """Like tests.cli.run_cli, but returns the running process (its own session, so the test can kill it all)."""
     log = folder / f"started-{len(list(folder.glob('started-*.log')))}.log"
-    command, environment = cli_command("flows.evaluate", folder, *overrides), cli_environment(folder, env)
+    command = cli_command("flows.evaluate", folder, *overrides, default_folders=default_folders)
+    environment = cli_environment(folder, env)
     process = subprocess.Popen(command, stdout=open(log, "w"), stderr=subprocess.STDOUT, env=environment, cwd=folder,
                                stdin=subprocess.DEVNULL, start_new_session=True)
     return process, log

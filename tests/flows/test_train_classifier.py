@@ -51,6 +51,7 @@ def test_local_backend_trains_registers_and_evaluates(tmp_path):
     assert "test accuracy" in log
 
 
+@pytest.mark.slow
 def test_openai_fine_tuning_end_to_end_and_resumable(tmp_path):
     with FakeOpenAI() as server:
         overrides = ["train=openai", "llm=openai-compatible", f"llm.base_url={server.base_url}",

@@ -23,6 +23,7 @@ def sweep(tmp_path):
     return client, parents, children
 
 
+@pytest.mark.slow
 def test_the_paper_grid_runs_without_gold_relations(tmp_path):
     log = run_cli("flows.evaluate", tmp_path, "experiment=paper_grid", "relations.gold=none", *FAST)
     client, (parent,), children = sweep(tmp_path)
@@ -39,6 +40,7 @@ def test_the_paper_grid_runs_without_gold_relations(tmp_path):
     assert "no gold relations: no LRCR or OPI" in log
 
 
+@pytest.mark.slow
 def test_the_classifier_labels_the_gold_answers_when_the_data_has_no_labels(tmp_path):
     with FakeOpenAI() as server:
         log = run_cli("flows.evaluate", tmp_path, "-m", "setup=knn,a_two", "llm=openai-compatible",
@@ -74,6 +76,7 @@ def test_a_one_label_file_is_one_line_before_any_run(tmp_path):
         assert experiment is None or not client.search_runs([experiment.experiment_id])
 
 
+@pytest.mark.slow
 def test_corpus_wide_retrieval_reaches_other_articles(tmp_path):
     log = run_cli("flows.evaluate", tmp_path, "setup=knn", "retrieval.scope=corpus", "relations.gold=none",
                   "chunking.size=20", "chunking.overlap=4", *FAST)

@@ -1,0 +1,58 @@
+"""What a user reads while a sweep runs: what will run, a line per finished configuration with the sweep's elapsed
+time and an estimate of what is left, and where to see the results in the MLflow UI."""
+from __future__ import annotations
+
+import time
+from urllib.parse import quote
+
+_SWEEP: dict[str, float] = {}  # size, started, done: this process's sweep
+
+
+def sweep_size(task_overrides: list[str], sweeper_params: dict[str, str]) -> int | None:
+    """How many jobs a multirun launches (the product of its sweep overrides), or None when it cannot be told
+    without Hydra's sweeper (glob over a group, ranges)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    size = 1
+    try:
+        for override in parser.parse_overrides([*task_overrides, *(f"{k}={v}" for k, v in sweeper_params.items())]):
+            if override.is_sweep_override():
+                size *= len(list(override.sweep_string_iterator()))
+    except Exception:  # glob(), range() and friends: the sweeper alone expands them
+        return None
+    return size
+
+
+def start_sweep(size: int | None) -> None:
+    _SWEEP.update(size=size or 0, started=time.monotonic(), done=0)
+
+
+def finished_one() -> str:
+    """``[3/15, 1:05 elapsed, about 4:20 left] `` for a job of a sweep; empty outside one."""
+    if not _SWEEP:
+        return ""
+    _SWEEP["done"] += 1
+    elapsed, done, size = time.monotonic() - _SWEEP["started"], _SWEEP["done"], _SWEEP["size"]
+    if not size:
+        return f"[{done:.0f}, {clock(elapsed)} elapsed] "
+    left = f", about {clock(elapsed / done * (size - done))} left" if done < size else ""
+    return f"[{done:.0f}/{size:.0f}, {clock(elapsed)} elapsed{left}] "
+
+
+def clock(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    return f"{minutes}:{seconds:02d}"
+
+
+def ui_pointer(tracking_uri: str, experiment_id: str, parent: str, size: int) -> str:
+    """The command that opens the MLflow UI on this store and the address of this sweep's runs table."""
+    if tracking_uri.startswith(("http://", "https://")):
+        command, base = "", tracking_uri.rstrip("/")
+    else:
+        command, base = f"mlflow ui --backend-store-uri {tracking_uri} --port 5000", "http://127.0.0.1:5000"
+    url = (f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning&searchFilter="
+           + quote(f"tags.mlflow.parentRunId = '{parent}'"))
+    opening = f"open the MLflow UI with: {command}\nthen " if command else ""
+    return (f"{opening}{url}\n(the sweep's parent run, in MLflow's 'Model training' view: its + shows the {size} "
+            f"configurations, Columns adds metrics such as opi_1)")
