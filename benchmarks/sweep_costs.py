@@ -6,7 +6,7 @@
 5. orchestration overhead: the cold sweep through opi-eval (Hydra + Prefect + MLflow) vs the same stage functions
    called in a plain loop in one process, with the same stage sharing (report off in both).
 
-    python benchmarks/sweep_costs.py [--examples N]     # the bundled set (or its first N examples)
+    python benchmarks/sweep_costs.py [--dataset deeplogic-130] [--examples N]   # a bundled set (or its first N)
     python benchmarks/sweep_costs.py --rows 2400        # RAG-Dataset-12000's test-split size, synthetic rows
                                                         # with an article each (make_synthetic.py --distinct-articles)
 
@@ -29,9 +29,9 @@ import flows  # noqa: E402,F401
 SETUPS = "dps,knn,bm25,svm,tfidf,mmr,edi,a_seven,a_four,a_two,s_seven,s_four,s_two"
 
 
-def dataset_overrides(folder: Path, limit: int | None, rows: int | None) -> list[str]:
+def dataset_overrides(folder: Path, dataset: str, limit: int | None, rows: int | None) -> list[str]:
     if rows is None:
-        return [f"dataset.limit={limit}"] if limit else []
+        return [f"dataset={dataset}", *([f"dataset.limit={limit}"] if limit else [])]
     data = folder / f"synthetic-{rows}.parquet"
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_synthetic.py"), "--rows", str(rows),
                     "--distinct-articles", "--out", str(data)], check=True)
@@ -59,59 +59,47 @@ def last_sweep_children(folder: Path) -> list:
 
 
 def plain_loop(data: list[str]) -> float:
-    """The stage functions of flows.evaluate.run_stages, no Hydra/Prefect/MLflow, same sharing of results."""
+    """``flows.evaluate.run_stages`` for each configuration in one process, its stage tasks called as plain
+    functions (``task.fn``) with the same sharing of results (an in-memory memo in place of Prefect's cache): no
+    Hydra jobs, no Prefect, no MLflow."""
     from hydra import compose, initialize_config_dir
+    from prefect.utilities.hashing import hash_objects
 
-    from flows import tasks
+    from flows import evaluate, tasks
     from flows.config import CONF_DIR, register_configs, typed
-    from flows.evaluate import load_data
-    from opi import pipeline
-    from opi.metrics.configuration import configuration_metrics
-    from opi.relations import Triple
+
+    class PlainStageCalls(tasks.StageCalls):
+        memo: dict = {}
+
+        def call_many(self, stage, task_fn, *calls):
+            results = []
+            for args in calls:
+                key = (task_fn.name, *(getattr(a, "content_hash", None) or hash_objects(a) for a in args))
+                if key not in self.memo:
+                    self.memo[key] = task_fn.fn(*args)
+                results.append(self.memo[key])
+            return results
 
     started = time.perf_counter()
     register_configs()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         configs = [typed(compose("config", overrides=[f"setup={s}", *data])) for s in SETUPS.split(",")]
-    memo: dict = {}
-
-    def once(key, fn, *args):
-        if key not in memo:
-            memo[key] = fn(*args)
-        return memo[key]
-
-    code = tasks.code_version()
-    for cfg in configs:
-        d, emb = load_data(cfg), cfg.embedding
-        examples, labels = d.examples, d.relation_set.labels
-        articles = once("articles", tasks.chunk_articles.fn, d.contexts, 100, 20, code)
-        rankings = [once(("rank", repr(r)), tasks.rank.fn, r, examples, articles, emb, code)
-                    for r in cfg.members().values()]
-        retrieved = pipeline.combine(cfg.combination, rankings, examples, articles)
-        texts = [pipeline.sentence_texts(e, articles, retrieved[e.id]) for e in examples]
-        answers = once(("answer", repr(texts)), tasks.answer.fn, cfg.llm, [e.question for e in examples], texts,
-                       emb, "", code)["answers"]
-        apply = [Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)]
-        predicted = once(("classify", repr(apply)), tasks.classify.fn, cfg.classifier, cfg.llm, d.pool_ids,
-                         d.pool_triples, d.pool_labels, [e.id for e in examples], apply, emb, "paper13", 0, "",
-                         code)["predicted"]
-        once("accuracy", tasks.classifier_accuracy.fn, cfg.classifier, d.pool_ids, d.pool_triples, d.pool_labels,
-             emb, 0, code)
-        similarities = once(("similarity", repr(answers)), tasks.answer_similarity.fn, [e.answer for e in examples],
-                            answers, emb, code)
-        rows = pipeline.prediction_rows(examples, retrieved, texts, answers, predicted, similarities)
-        configuration_metrics(rows, labels, cfg.metrics.betas, cfg.metrics.beta)
+    tasks.StageCalls = PlainStageCalls
+    for config in configs:
+        config = evaluate.prepared(config)
+        evaluate.run_stages(config, evaluate.load_data(config), None)
     return time.perf_counter() - started
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="deeplogic-130", help="a bundled set: deeplogic-130 or deeplogic-v2")
     parser.add_argument("--examples", type=int, default=None, help="the bundled set's first N examples")
     parser.add_argument("--rows", type=int, default=None, help="N synthetic rows with an article each instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
-        data = dataset_overrides(folder, args.examples, args.rows)
+        data = dataset_overrides(folder, args.dataset, args.examples, args.rows)
         cold = sweep(folder, data)
         cold_runs = last_sweep_children(folder)
         warm = sweep(folder, data)
@@ -120,7 +108,7 @@ def main() -> None:
     totals = max(cold_runs, key=lambda r: r.data.metrics["embedder_texts_embedded_total"]).data.metrics
     warm_embedded = sum(r.data.metrics["texts_embedded"] for r in warm_runs)
     warm_llm = sum(v for r in warm_runs for k, v in r.data.metrics.items() if k.endswith("http_requests"))
-    dataset = f"{args.rows} synthetic rows, an article each" if args.rows else "bundled set"
+    dataset = f"{args.rows} synthetic rows, an article each" if args.rows else args.dataset
     print(f"paper grid, {len(cold_runs)} configurations, {dataset}, offline defaults, report off")
     print("2. cold vs warm")
     print(f"   cold {cold:7.1f} s   warm {warm:6.1f} s   ratio {cold / warm:.1f}x   "

@@ -7,6 +7,8 @@ import os
 import sys
 import warnings
 
+from flows.secrets import redact_log_records
+
 VERBOSE = os.environ.get("OPI_VERBOSE") == "1" or any(a in ("-v", "--verbose") for a in sys.argv[1:])
 
 _DEFAULTS = {
@@ -36,6 +38,8 @@ if not VERBOSE:  # notices a user cannot act on
     warnings.filterwarnings("ignore", message="SOCKS support in urllib3 requires")
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
+
+redact_log_records()  # credentials in a URL never reach a log line
 
 # Prefect's temporary server, the local LLM server and the MLflow UI test all live on loopback: never through a proxy
 for _key in ("NO_PROXY", "no_proxy"):

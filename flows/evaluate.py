@@ -208,12 +208,13 @@ def task_runner(orchestration: OrchestrationConfig):
 def evaluate_flow(config: OPIConfig) -> dict[str, Any]:
     from prefect import flow
 
-    @flow(name="opi-evaluate", flow_run_name=describe(config).name, validate_parameters=False,
-          task_runner=task_runner(config.orchestration))
-    def evaluate(config: OPIConfig) -> dict[str, Any]:
+    # the configuration travels by closure, not as a flow parameter: Prefect keeps no copy of it (or of an
+    # llm.base_url with credentials in it) in its database
+    @flow(name="opi-evaluate", flow_run_name=describe(config).name, task_runner=task_runner(config.orchestration))
+    def evaluate() -> dict[str, Any]:
         return run_configuration(config)
 
-    return run_flow(evaluate, config)
+    return run_flow(evaluate)
 
 
 def configuration_key(config: OPIConfig, data: Data, registered: str | None) -> str:
@@ -374,6 +375,19 @@ def run_stages(config: OPIConfig, data: Data, registered: str | None) -> tuple[d
             stages.counts())
 
 
+def scrub_hydra_outputs() -> None:
+    """Hydra saved this job's config and overrides (and a sweep's multirun.yaml) as given: without credentials."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from flows.secrets import scrub_files
+
+    if not HydraConfig.initialized():
+        return
+    hydra_config = HydraConfig.get()
+    output = Path(hydra_config.runtime.output_dir)
+    scrub_files(*(output / ".hydra").glob("*.yaml"), Path(hydra_config.sweep.dir) / "multirun.yaml")
+
+
 def record(config: OPIConfig, result: dict) -> None:
     """The configuration's predictions and table in the Hydra output folder, and its MLflow run."""
     output = Path(hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
@@ -409,6 +423,7 @@ def main() -> None:
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
 def evaluate_job(cfg: DictConfig) -> float:
     started = time.perf_counter()
+    scrub_hydra_outputs()
     config = checked(cfg)
     identity = describe(config)
     # data problems stop here, before Prefect and before any stage

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from urllib.parse import quote
 
-_SWEEP: dict[str, float] = {}  # size, started, done: this process's sweep
+_SWEEP: dict[str, float] = {}  # size, started, done, first (when the first job ended): this process's sweep
 
 
 def sweep_size(task_overrides: list[str], sweeper_params: dict[str, str]) -> int | None:
@@ -29,14 +29,20 @@ def start_sweep(size: int | None) -> None:
 
 
 def finished_one() -> str:
-    """``[3/15, 1:05 elapsed, about 4:20 left] `` for a job of a sweep; empty outside one."""
+    """``[3/15, 1:05 elapsed, about 4:20 left] `` for a job of a sweep; empty outside one. The estimate is the
+    mean time of the jobs after the first (which also pays for loading the data and the model) times the jobs
+    left."""
     if not _SWEEP:
         return ""
+    now = time.monotonic()
     _SWEEP["done"] += 1
-    elapsed, done, size = time.monotonic() - _SWEEP["started"], _SWEEP["done"], _SWEEP["size"]
+    _SWEEP.setdefault("first", now)
+    elapsed, done, size = now - _SWEEP["started"], _SWEEP["done"], _SWEEP["size"]
     if not size:
         return f"[{done:.0f}, {clock(elapsed)} elapsed] "
-    left = f", about {clock(elapsed / done * (size - done))} left" if done < size else ""
+    left = ""
+    if 1 < done < size:
+        left = f", about {clock((now - _SWEEP['first']) / (done - 1) * (size - done))} left"
     return f"[{done:.0f}/{size:.0f}, {clock(elapsed)} elapsed{left}] "
 
 

@@ -14,6 +14,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from flows.owners import gone, this_process
+from flows.secrets import redact_text, redact_values
 from opi.schemas import ReportConfig, TrackingConfig
 
 log = logging.getLogger("opi")
@@ -29,8 +30,9 @@ def is_secret(key: str) -> bool:
 
 
 def redact(config: dict[str, Any]) -> dict[str, Any]:
-    """The config without secret-looking keys (an api_key never reaches MLflow, even by mistake)."""
-    return {k: redact(v) if isinstance(v, dict) else v for k, v in config.items() if not is_secret(k)}
+    """The config without secret-looking keys (an api_key never reaches MLflow, even by mistake) and without
+    credentials written into URLs."""
+    return {k: redact(v) if isinstance(v, dict) else redact_values(v) for k, v in config.items() if not is_secret(k)}
 
 
 def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -40,7 +42,7 @@ def flatten(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(value, dict):
             flat.update(flatten(value, name + "."))
         elif not is_secret(name):
-            flat[name] = value
+            flat[name] = redact_values(value)
     return flat
 
 
@@ -186,7 +188,7 @@ class MultirunParentRun(Callback):
         if not tracking.enabled:
             return
         mlflow = _mlflow(tracking)
-        overrides = " ".join(config.hydra.overrides.task) or "defaults"
+        overrides = redact_text(" ".join(config.hydra.overrides.task)) or "defaults"
         experiment = config.hydra.runtime.choices.get("experiment") or "sweep"
         experiment_id = mlflow.get_experiment_by_name(tracking.experiment).experiment_id
         run = mlflow.MlflowClient().create_run(experiment_id, run_name=f"{experiment} | {overrides}"[:200],
