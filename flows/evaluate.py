@@ -411,11 +411,19 @@ def write_atomically(path: Path, write) -> None:
     os.replace(partial, path)
 
 
+def stop(signum: int, frame) -> None:
+    """SIGTERM: end waits on LLM requests, then exit through the exit handlers."""
+    from opi.llm.client import stop_requests
+
+    stop_requests()
+    sys.exit(128 + signum)
+
+
 def main() -> None:
     """Console entry point."""
     # SIGTERM (a scheduler, `kill`) ends the run like Ctrl-C does: through exit handlers, so the servers this
     # process started are stopped and its MLflow runs closed, instead of being left behind
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGTERM, stop)
     flows.command_start()
     hydra_command(evaluate_job)
 

@@ -118,6 +118,7 @@ class LLMConfig:
     max_tokens: int = 256
     timeout: float = 60.0
     max_retries: int = 6
+    deadline: Optional[float] = 300.0  # seconds for one request, all its attempts and waits included; null = none
     concurrency: int = 4
     requests_per_minute: Optional[float] = None
     tokens_per_minute: Optional[float] = None
@@ -130,6 +131,8 @@ class LLMConfig:
         if self.endpoint:
             _require(self.max_tokens > 0 and self.timeout > 0 and self.max_retries >= 0 and self.concurrency >= 1,
                      "llm.max_tokens and llm.timeout must be > 0, llm.max_retries >= 0, llm.concurrency >= 1")
+            _require(self.deadline is None or self.deadline > 0,
+                     f"llm.deadline must be > 0 seconds or null (no deadline), got {self.deadline}")
             _require(self.requests_per_minute is None or self.requests_per_minute > 0,
                      "llm.requests_per_minute must be > 0 or null")
             _require(self.tokens_per_minute is None or self.tokens_per_minute > 0,

@@ -2,7 +2,10 @@
 
 Replies are a deterministic function of the last user message, so a run with injected faults must produce
 exactly what a fault-free run produces. ``faults`` maps request-arrival index (mod ``period``) to a fault:
-``"429"`` (with Retry-After), ``"500"``, or ``"stall"`` (no answer for ``stall_seconds``).
+``"429"`` (with Retry-After), ``"500"``, ``"400"`` (a request the server refuses), ``"stall"`` (no answer for
+``stall_seconds``), or an HTTP 200 that is not a chat completion: ``"badjson"`` (``{not json``), ``"html"`` (a
+text/html page) or ``"nochoices"`` (JSON without ``choices``). ``mode`` applies one fault to every request (an
+endpoint that is always wrong, e.g. ``mode="429"``: rate limited forever).
 """
 from __future__ import annotations
 
@@ -13,15 +16,18 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+FAULTS = ("429", "500", "400", "stall", "badjson", "html", "nochoices")
+
+
 class FakeOpenAI:
     def __init__(self, latency: float = 0.0, faults: dict[int, str] | None = None, period: int = 10,
                  stall_seconds: float = 2.0, retry_after: str = "0.2", known_models: set[str] | None = None,
-                 api_key: str | None = None):
-        self.latency, self.faults, self.period = latency, faults or {}, period
+                 api_key: str | None = None, mode: str | None = None):
+        self.latency, self.faults, self.period, self.mode = latency, faults or {}, period, mode
         self.stall_seconds, self.retry_after = stall_seconds, retry_after
         self.known_models, self.api_key = known_models, api_key
         self.arrivals: list[float] = []
-        self.injected: dict[str, int] = {"429": 0, "500": 0, "stall": 0}
+        self.injected: dict[str, int] = dict.fromkeys(FAULTS, 0)
         self.bodies: list[dict] = []
         self.files: dict[str, bytes] = {}  # the fine-tuning API's uploads
         self.jobs: dict[str, dict] = {}
@@ -64,10 +70,11 @@ class FakeOpenAI:
             def log_message(self, *args):
                 pass
 
-            def _send(self, status: int, payload: dict, headers: dict | None = None):
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict | bytes, headers: dict | None = None,
+                      content_type: str = "application/json"):
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
@@ -84,7 +91,7 @@ class FakeOpenAI:
                 with fake.lock:
                     index = len(fake.arrivals)
                     fake.arrivals.append(time.monotonic())
-                    fault = fake.faults.get(index % fake.period)
+                    fault = fake.mode or fake.faults.get(index % fake.period)
                     if fault:
                         fake.injected[fault] += 1
                     fake.bodies.append(body)
@@ -97,9 +104,19 @@ class FakeOpenAI:
                         return self._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": fake.retry_after})
                     if fault == "500":
                         return self._send(500, {"error": {"message": "internal error"}})
+                    if fault == "400":
+                        return self._send(400, {"error": {"message": "response_format json_schema is not supported",
+                                                          "type": "invalid_request_error"}})
                     if fault == "stall":
                         time.sleep(fake.stall_seconds)
                         return
+                    if fault == "badjson":
+                        return self._send(200, b"{not json")
+                    if fault == "html":
+                        return self._send(200, b"<html><body><h1>Welcome to nginx!</h1></body></html>",
+                                          content_type="text/html")
+                    if fault == "nochoices":
+                        return self._send(200, {"id": "x", "object": "chat.completion"})
                     time.sleep(fake.latency)
                     content = fake.reply_for(body)
                     self._send(200, {

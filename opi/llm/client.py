@@ -1,35 +1,41 @@
 """One chat client for any OpenAI-compatible endpoint (OpenAI, Azure-style gateways, vLLM, Ollama, llama.cpp).
 
-What it adds to the ``openai`` package, which already retries 429/5xx/timeouts with exponential backoff and
-honours ``Retry-After``:
+What it adds to the ``openai`` package:
+- its own retries (429, 408/409, 5xx, timeouts, connection errors; exponential backoff with jitter, ``Retry-After``
+  honoured), one log line per retry, all inside ``llm.deadline``: no request, waits included, runs past it;
 - a persistent call cache (``CallCache``) keyed by (base_url, model, messages, decoding parameters): a repeated or
   resumed run pays for nothing twice;
 - request and token rate limits applied to *every* HTTP attempt, retries included (an httpx request hook);
-- a thread pool for concurrency inside a batch;
+- daemon worker threads for concurrency inside a batch: a process told to stop (SIGTERM, Ctrl-C) is not kept
+  alive by a request waiting on a stalled server;
 - counts: calls, cache hits, HTTP requests, retries, tokens, and cost from a price table;
-- clear errors for a wrong key (401), an unknown model (404) and an unreachable endpoint, before a batch goes on.
+- every endpoint fault as one ``LLMError`` naming the endpoint (credentials redacted) and what to do: a wrong key
+  (401), an unknown model (404), an unreachable endpoint, 429/5xx after the retries, a refused request (4xx), a
+  reply that is not a chat completion (an HTML page, invalid JSON, JSON without ``choices``), the deadline.
 The API key is read from the environment variable the config names and is never stored or logged.
 """
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
+import queue
 import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
 from opi.llm.cache import CallCache, call_key
+from opi.llm.faults import (  # noqa: F401  (LLMError, LLMInterrupted, redact_url, stop_requests: this module's API too)
+    LLMError, LLMInterrupted, backoff, count_retries, duration, exiting, pause, redact_url, retriable,
+    server_message, server_retry_after, status_reason, stop_requests)
 from opi.schemas import LLMConfig
 
 Parsed = TypeVar("Parsed")
 Messages = list[dict[str, str]]
-
-
-class LLMError(RuntimeError):
-    """An LLM endpoint problem a user can fix (key, model name, address)."""
+log = logging.getLogger("opi")
 
 
 @dataclass
@@ -105,6 +111,7 @@ class ChatClient:
         self.usage = Usage(price_input_per_million=settings.price_input_per_million,
                            price_output_per_million=settings.price_output_per_million)
         self._client = None
+        self._client_lock = threading.Lock()  # the workers of complete_many share one client
         self._request_limiter = None
         if settings.requests_per_minute:
             from langchain_core.rate_limiters import InMemoryRateLimiter
@@ -132,13 +139,17 @@ class ChatClient:
             self.usage.http_requests += 1
 
     def _openai(self):
+        with self._client_lock:
+            return self._make_openai()
+
+    def _make_openai(self):
         if self._client is None:
             import httpx
             from openai import OpenAI
 
             self._client = OpenAI(
                 api_key=self._api_key(), base_url=self.settings.base_url, timeout=self.settings.timeout,
-                max_retries=self.settings.max_retries,
+                max_retries=0,  # the retries are ours (_call): inside llm.deadline, one log line each
                 http_client=httpx.Client(event_hooks={"request": [self._before_request]},
                                          timeout=self.settings.timeout))
         return self._client
@@ -162,7 +173,7 @@ class ChatClient:
                     self.usage.cache_hits += 1
                 return cached["content"]
         response = self._call(body)
-        content = response.choices[0].message.content or ""
+        content = response.choices[0].message.content or ""  # checked by _call
         usage = response.usage
         with self.usage.lock:
             self.usage.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
@@ -171,31 +182,145 @@ class ChatClient:
             self.cache.put(key, {"content": content, "usage": usage.model_dump() if usage else None})
         return content
 
+    @property
+    def where(self) -> str:
+        """The endpoint as error messages and log lines name it (credentials redacted)."""
+        return redact_url(self.settings.base_url)
+
     def _call(self, body: dict[str, Any]):
+        """One chat completion: attempts and retries with backoff, all within ``llm.deadline``; every failure that
+        is left after them is an ``LLMError``."""
         import openai
 
-        where = self.settings.base_url or "api.openai.com"
+        settings, where = self.settings, self.where
+        client = self._openai()
+        started = time.monotonic()
+        deadline = None if settings.deadline is None else started + settings.deadline
+        attempts, failure = 0, ""
+        while True:
+            timeout = settings.timeout
+            if deadline is not None:
+                timeout = min(timeout, deadline - time.monotonic())
+                if timeout <= 0.05:
+                    raise self._late(attempts, failure)
+            if exiting():
+                raise LLMInterrupted("stopped: the process is exiting")
+            attempts += 1
+            retry_after = None
+            try:
+                raw = client.chat.completions.with_raw_response.create(**body, timeout=timeout)
+            except openai.AuthenticationError as err:
+                raise LLMError(f"{where} refused the API key (401): check {settings.api_key_env}") from err
+            except openai.NotFoundError as err:
+                raise LLMError(f"{where} does not know model {settings.model!r} (404): check llm.model") from err
+            except openai.APIStatusError as err:
+                status = err.status_code
+                failure = f"{status} {status_reason(err.response)}"
+                if not retriable(err.response):
+                    raise LLMError(f"{where} refused the request: {failure} ({server_message(err)}): check "
+                                   f"llm.model, llm.max_tokens and llm.structured_output against what it "
+                                   f"supports") from err
+                if attempts > settings.max_retries:
+                    elapsed = time.monotonic() - started
+                    if status == 429:
+                        raise LLMError(f"{where} kept answering {failure} after {count_retries(settings.max_retries)} "
+                                       f"over {duration(elapsed)}: lower llm.requests_per_minute/llm.concurrency or "
+                                       f"try later") from err
+                    raise LLMError(f"{where} answered {failure} after {count_retries(settings.max_retries)} over "
+                                   f"{duration(elapsed)} ({server_message(err)}): the server is failing; check its "
+                                   f"logs or try later") from err
+                retry_after = server_retry_after(err.response.headers)
+            except openai.APITimeoutError as err:
+                failure = f"no answer within {timeout:.3g} s"
+                if attempts > settings.max_retries:
+                    raise LLMError(f"{where} gave no answer within llm.timeout={settings.timeout:g} s, "
+                                   f"{count_retries(settings.max_retries)} over {duration(time.monotonic() - started)}: "
+                                   f"raise llm.timeout or check the server") from err
+            except openai.APIConnectionError as err:
+                failure = f"cannot connect: {type(err.__cause__ or err).__name__}"
+                if attempts > settings.max_retries:
+                    raise LLMError(f"cannot reach {where} after {settings.max_retries} retries "
+                                   f"({type(err).__name__}): check llm.base_url and that the server is running") \
+                        from err
+            else:
+                return self._completion(raw)
+            delay = retry_after if retry_after is not None else backoff(attempts)
+            if deadline is not None and time.monotonic() + delay >= deadline - 0.05:
+                raise self._late(attempts, failure)
+            log.warning("LLM request to %s failed (%s); retry %d of %d in %.1f s", where, failure, attempts,
+                        settings.max_retries, delay)
+            pause(delay)
+
+    def _late(self, attempts: int, failure: str) -> LLMError:
+        return LLMError(f"{self.where} gave no answer within llm.deadline={self.settings.deadline:g} s "
+                        f"({attempts} attempt{'s' if attempts != 1 else ''}"
+                        f"{'; last: ' + failure if failure else ''}): raise llm.deadline or llm.timeout, or check "
+                        f"the server")
+
+    def _completion(self, raw):
+        """The parsed reply, or an LLMError saying what the endpoint sent instead of a chat completion."""
+        response = raw.http_response
         try:
-            return self._openai().chat.completions.create(**body)
-        except openai.AuthenticationError as err:
-            raise LLMError(f"{where} refused the API key (401): check {self.settings.api_key_env}") from err
-        except openai.NotFoundError as err:
-            raise LLMError(f"{where} does not know model {self.settings.model!r} (404): check llm.model") from err
-        except openai.APIConnectionError as err:
-            raise LLMError(f"cannot reach {where} after {self.settings.max_retries} retries "
-                           f"({type(err).__name__}): check llm.base_url and that the server is running") from err
+            parsed = raw.parse()
+        except ValueError:
+            parsed = None
+        choices = getattr(parsed, "choices", None)
+        if isinstance(choices, list) and choices and getattr(choices[0], "message", None) is not None:
+            return parsed
+        text = response.text
+        kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+        if "html" in kind or text.lstrip()[:1] == "<":
+            what = "an HTML page"
+        elif parsed is None or isinstance(parsed, (str, bytes)):
+            what = "invalid JSON"
+        else:
+            what = "JSON without 'choices'"
+        snippet = " ".join(text.split())[:60]
+        raise LLMError(f"{self.where} answered with something that is not a chat completion ({what}, HTTP "
+                       f"{response.status_code} {kind}: {snippet!r}): check llm.base_url points at an "
+                       f"OpenAI-compatible /v1 endpoint")
 
     def complete_many(self, requests: Sequence[tuple[list[dict[str, str]], dict | None]],
                       progress: Callable[[int], None] | None = None) -> list[str]:
-        """Answers in request order; any failure after retries raises: no row is silently skipped."""
-        def one(request):
-            content = self.complete(*request)
-            if progress is not None:
-                progress(1)
-            return content
+        """Answers in request order; any failure after retries raises: no row is silently skipped. The workers are
+        daemon threads and the wait for them ends when the process is exiting (``exiting()``): a request stalled in
+        an HTTP read does not keep a process told to stop alive."""
+        requests = list(requests)
+        futures: list[Future] = [Future() for _ in requests]
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for index in range(len(requests)):
+            todo.put(index)
+        stop = threading.Event()
 
-        with ThreadPoolExecutor(max_workers=max(self.settings.concurrency, 1)) as pool:
-            return list(pool.map(one, requests))
+        def work():
+            while not stop.is_set():
+                try:
+                    index = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    futures[index].set_result(self.complete(*requests[index]))
+                except BaseException as err:  # handed to the waiting thread, which raises it
+                    stop.set()
+                    futures[index].set_exception(err)
+                    continue
+                if progress is not None and not stop.is_set():
+                    progress(1)
+
+        for number in range(min(max(self.settings.concurrency, 1), len(requests))):
+            threading.Thread(target=work, name=f"opi-llm-{number}", daemon=True).start()
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
+                failed = [f for f in futures if f in done and f.exception() is not None]
+                if failed:
+                    raise failed[0].exception()
+                if pending and exiting():
+                    raise LLMInterrupted("stopped: the process is exiting")
+        finally:
+            stop.set()  # no new request starts; those in flight end on their own (their answers are cached)
+        return [f.result() for f in futures]
 
     def ask_json(self, conversations: Sequence[Messages], response_format: dict[str, Any] | None,
                  parse: Callable[[str], Parsed | None], retries: int, reminder: str,
@@ -216,3 +341,5 @@ class ChatClient:
                 if results[i] is None:
                     conversations[i] += [{"role": "assistant", "content": reply}, {"role": "user", "content": reminder}]
         return results, sum(r is None for r in results)
+
+
