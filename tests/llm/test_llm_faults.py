@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import mlflow
 import pytest
 
 from opi.llm.client import ChatClient, LLMError, LLMInterrupted, redact_url
@@ -196,7 +197,7 @@ def test_opi_eval_ends_an_endpoint_fault_with_one_line_and_exit_2(tmp_path, faul
 
 def test_sigterm_during_a_stalled_request_ends_opi_eval_within_10_s(tmp_path):
     with FakeOpenAI(mode="stall", stall_seconds=300) as server:
-        process, log = start_cli(tmp_path, "llm=openai-compatible", f"llm.base_url={server.base_url}",
+        process, log = start_cli(tmp_path, "-m", "llm=openai-compatible", f"llm.base_url={server.base_url}",
                                  "llm.model=fake", "dataset.limit=2", "setup=knn", env={"OPENAI_API_KEY": "k"})
         try:
             wait_for(lambda: server.arrivals or process.poll() is not None, 240, "the first LLM request")
@@ -214,3 +215,6 @@ def test_sigterm_during_a_stalled_request_ends_opi_eval_within_10_s(tmp_path):
     assert code == 128 + signal.SIGTERM, output[-3000:]
     assert "Traceback" not in output, output[-3000:]
     wait_for(lambda: not processes_with_env("PREFECT_HOME", str(tmp_path / "prefect")), 10, "its children to end")
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    (parent,) = client.search_runs([client.get_experiment_by_name("opi").experiment_id])  # no child: none finished
+    assert parent.data.tags["opi.role"] == "sweep" and parent.info.status == "KILLED"
