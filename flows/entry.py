@@ -46,6 +46,9 @@ def hydra_command(job: Callable[[], Any]) -> None:
         if err.code == 1 and not _COMPOSED:
             raise SystemExit(EXIT_USER_ERROR) from None
         raise
+    except KeyboardInterrupt:
+        log.error("stopped by Ctrl-C: finished stages and configurations are kept; the same command resumes")
+        raise SystemExit(130) from None
 
 
 def checked(cfg: DictConfig) -> OPIConfig:
