@@ -106,6 +106,7 @@ def test_an_unknown_config_option_exits_2(tmp_path):
     assert "Could not find 'retriever/bm26'" in output and "Traceback" not in output
 
 
+@pytest.mark.slow
 def test_the_next_run_stops_a_prefect_server_a_killed_run_left_behind(tmp_path):
     home = str(tmp_path / "prefect")
     process, log = start_cli(tmp_path, "dataset.limit=2", "report.enabled=false")
@@ -121,6 +122,7 @@ def test_the_next_run_stops_a_prefect_server_a_killed_run_left_behind(tmp_path):
     assert not [pid for pid in left if os.path.exists(f"/proc/{pid}")]
 
 
+@pytest.mark.slow
 def test_two_runs_started_together_keep_separate_output_folders_and_both_log(tmp_path):
     started = [start_cli(tmp_path, "setup=knn", "dataset.limit=3", default_folders=True),
                start_cli(tmp_path, "setup=bm25", "dataset.limit=3", default_folders=True)]

@@ -74,6 +74,7 @@ def test_serve_without_a_server_says_so(tmp_path):
     assert "does not answer" in output and "prefect server start" in output
 
 
+@pytest.mark.slow
 def test_serve_registers_a_cron_deployment_on_the_prefect_server(tmp_path):
     from prefect.client.orchestration import get_client
     from prefect.settings import PREFECT_API_URL, temporary_settings

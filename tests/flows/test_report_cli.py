@@ -22,6 +22,7 @@ def test_an_unknown_or_wrong_sweep_id_is_a_one_line_error(tmp_path, caplog):
         assert len(errors) == 1 and errors[0].startswith(f"--sweep {sweep} {expected}")
 
 
+@pytest.mark.slow
 def test_opi_report_ranks_by_the_sweeps_beta_and_seed(tmp_path):
     from tests.cli import run_cli
 

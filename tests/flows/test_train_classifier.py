@@ -23,6 +23,7 @@ def runs(tmp_path: Path) -> pd.DataFrame:
     return mlflow.search_runs(experiment_names=["opi-classifier"], order_by=["start_time ASC"])
 
 
+@pytest.mark.slow
 def test_local_backend_trains_registers_and_evaluates(tmp_path):
     log = train(tmp_path)
     run = runs(tmp_path).iloc[-1]
