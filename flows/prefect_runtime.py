@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+_STARTED: list[bool] = []  # start_prefect_server_early ran in this process
 _BOOT: list[threading.Thread] = []
 _BOOT_FAILED: list[str] = []
 SERVER_APP = b"prefect.server.api.server:create_app"
@@ -22,13 +23,12 @@ class OrchestrationError(RuntimeError):
 def start_prefect_server_early() -> None:
     """Boot Prefect's temporary server in the background while Hydra composes and MLflow imports (~5 s saved);
     with ``PREFECT_API_URL`` set, check that server answers instead."""
-    if _BOOT:
+    if _STARTED:
         return
+    _STARTED.append(True)
     url = os.environ.get("PREFECT_API_URL")
     if url:
         _check_api(url)
-        _BOOT.append(threading.Thread(target=lambda: None))  # nothing to boot; checked once
-        _BOOT[0].start()
         return
     stop_orphaned_servers()
     # Prefect's client imports its server's SQLAlchemy models; MLflow's sqlite store configures *all* SQLAlchemy
