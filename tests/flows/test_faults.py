@@ -66,7 +66,7 @@ def test_a_parquet_evidence_list_column_is_read_item_by_item(tmp_path):
                      "report.enabled=false")
     assert "BERTSim" in output
     (run,) = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").search_runs(["1"])
-    assert run.data.metrics["evidence_recall"] >= 0.0 and run.data.metrics["n_examples"] == 3
+    assert 0.0 <= run.data.metrics["evidence_recall"] <= 1.0 and run.data.metrics["n_examples"] == 3  # NaN fails
 
 
 @pytest.mark.parametrize("case", ["cache folder is a file", "tracking store under a file"])
