@@ -6,6 +6,7 @@ command line (or ``OPI_VERBOSE=1``) keeps third-party logs, notices and warnings
 import os
 import sys
 import warnings
+from pathlib import Path
 
 from flows.secrets import redact_log_records
 
@@ -45,6 +46,17 @@ redact_log_records()  # credentials in a URL never reach a log line
 for _key in ("NO_PROXY", "no_proxy"):
     _hosts = [h for h in os.environ.get(_key, "").split(",") if h]
     os.environ[_key] = ",".join(dict.fromkeys([*_hosts, "127.0.0.1", "localhost"]))
+
+
+def _evaluate_command() -> bool:
+    """This process is ``opi-eval`` or ``python -m flows.evaluate``."""
+    return Path(sys.argv[0]).name == "opi-eval" or sys.orig_argv[1:3] == ["-m", "flows.evaluate"]
+
+
+if _evaluate_command():  # Prefect's server boots while the command imports and checks its data (~5 s saved)
+    from flows.prefect_runtime import launch_temporary_server
+
+    launch_temporary_server()
 
 
 def command_start() -> None:

@@ -99,8 +99,17 @@ class SentenceEmbedder(Embeddings):
         return self.encode([text])[0].tolist()
 
 
-@lru_cache(maxsize=8)
-def shared_embedder(model: str = PACKAGED_MINILM, device: str = "cpu", batch_size: int = 64,
+def shared_embedder(model: str = PACKAGED_MINILM, device: str = "cpu", batch_size: int | None = None,
                     backend: str = "torch") -> SentenceEmbedder:
-    """One embedder (and so one cache) per model and device in a process."""
-    return SentenceEmbedder(model=model, device=device, batch_size=batch_size, backend=backend)
+    """One embedder (and so one cache of vectors) per model, device and backend in a process, whoever asks:
+    the retrievers, the reader, BERTSim and the relation classifier's features share it. ``batch_size`` only
+    changes how many texts go through the model at once, not the vectors."""
+    embedder = _shared_embedder(model, device, backend)
+    if batch_size is not None:
+        embedder.batch_size = batch_size
+    return embedder
+
+
+@lru_cache(maxsize=8)
+def _shared_embedder(model: str, device: str, backend: str) -> SentenceEmbedder:
+    return SentenceEmbedder(model=model, device=device, backend=backend)

@@ -60,6 +60,8 @@ def rank_examples(retriever: Retriever, examples: Sequence[Example], articles: d
     by_index: dict[str, list[Example]] = defaultdict(list)
     for example in examples:
         by_index[articles[document_id(example.context)].doc_id].append(example)
+    indexes = {articles[doc_id].doc_id: articles[doc_id] for doc_id in by_index}
+    retriever.prepare([e.question for e in examples], [c for a in indexes.values() for c in a.chunks])
     rankings = {}
     for group in by_index.values():
         article = articles[document_id(group[0].context)]

@@ -51,6 +51,10 @@ class Retriever(ABC):
     def rank(self, questions: list[str], chunks: list[Chunk]) -> list[Ranking]:
         """One ranking of at most ``k`` chunk ids per question."""
 
+    def prepare(self, questions: list[str], chunks: list[Chunk]) -> None:
+        """Work worth doing once for all the questions and indexes of a run, before they are ranked index by index
+        (retrievers that embed: one model call)."""
+
     def rank_examples(self, examples: list, chunks: list[Chunk]) -> list[Ranking]:
         """One ranking per example; retrievers that need more than the question (the oracle) override it."""
         return self.rank([e.question for e in examples], chunks)

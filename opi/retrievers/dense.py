@@ -20,6 +20,9 @@ from opi.retrievers.base import Ranking, Retriever, top_k
 class _EmbeddingRetriever(Retriever):
     normalize: ClassVar[bool] = True
 
+    def prepare(self, questions, chunks):
+        self._require_embedder().raw([*questions, *(c.text for c in chunks)])
+
     def _vectors(self, questions: list[str], chunks: list[Chunk]) -> tuple[np.ndarray, np.ndarray]:
         embedder = self._require_embedder()
         return (embedder.encode(questions, normalize=self.normalize),
