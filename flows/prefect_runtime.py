@@ -4,6 +4,8 @@ when no Prefect API can be reached."""
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import importlib.util
 import os
 import signal
@@ -19,6 +21,8 @@ _STARTED: list[bool] = []  # start_prefect_server_early ran in this process
 _BOOT: list[threading.Thread] = []
 _BOOT_FAILED: list[str] = []
 _LAUNCHED: list[subprocess.Popen] = []  # the temporary server launch_temporary_server started
+_LAUNCH_LOCK = threading.Lock()
+_EXITING: list[bool] = []
 _ORPHANS_STOPPED: list[int] = []
 SERVER_APP = b"prefect.server.api.server:create_app"
 QUICK_EXITS = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc")
@@ -30,24 +34,51 @@ def launch_temporary_server() -> None:
     imports, checks its data and composes its jobs, where Prefect would start it at the first flow. Left to Prefect
     when ``PREFECT_API_URL`` is set, Prefect is already imported (its settings are read), or the command only
     prints something."""
-    if (os.environ.get("PREFECT_API_URL") or "prefect" in sys.modules or _LAUNCHED
+    if (os.environ.get("PREFECT_API_URL") or "prefect" in sys.modules or _BOOT
             or any(a.split("=")[0] in QUICK_EXITS for a in sys.argv[1:])):
         return
     _ORPHANS_STOPPED.extend(stop_orphaned_servers())  # said once logging is set up (start_prefect_server_early)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    site_packages = Path(importlib.util.find_spec("prefect").origin).parent.parent  # finds, does not import
-    process = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--app-dir", str(site_packages), "--factory", SERVER_APP.decode(),
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "error", "--lifespan", "on"],
-        env={**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"})
-    _LAUNCHED.append(process)
+    os.environ["PREFECT_API_URL"] = url = f"http://127.0.0.1:{port}/api"
     atexit.register(stop_launched_server)
-    os.environ["PREFECT_API_URL"] = f"http://127.0.0.1:{port}/api"
+    _BOOT.append(threading.Thread(target=_launch, args=(port, url), name="prefect-server-launch", daemon=True))
+    _BOOT[0].start()
+
+
+def _launch(port: int, url: str) -> None:
+    site_packages = Path(importlib.util.find_spec("prefect").origin).parent.parent  # finds, does not import
+    try:
+        with _boot_lock():
+            with _LAUNCH_LOCK:
+                if _EXITING:
+                    return
+                _LAUNCHED.append(subprocess.Popen(
+                    [sys.executable, "-m", "uvicorn", "--app-dir", str(site_packages), "--factory",
+                     SERVER_APP.decode(), "--host", "127.0.0.1", "--port", str(port), "--log-level", "error",
+                     "--lifespan", "on"],
+                    env={**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+                         "PREFECT__SERVER_FINAL": "1"}))
+            _wait_until_healthy(_LAUNCHED[0], url)
+    except Exception as err:
+        _BOOT_FAILED.append(f"{type(err).__name__}: {str(err)[:200]}")
+
+
+@contextlib.contextmanager
+def _boot_lock():
+    """One server at a time boots on a Prefect home: each one migrates the home's database as it starts, and two
+    commands started together would otherwise migrate it at once ("no such column: flow_runner_type")."""
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".opi-server-boot.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when this process dies
+        yield
 
 
 def stop_launched_server() -> None:
+    with _LAUNCH_LOCK:
+        _EXITING.append(True)
     for process in _LAUNCHED:
         process.terminate()
         try:
@@ -68,11 +99,12 @@ def start_prefect_server_early() -> None:
     if _STARTED:
         return
     _STARTED.append(True)
+    launched = bool(_BOOT)  # by launch_temporary_server, at the command's start
     url = os.environ.get("PREFECT_API_URL")
-    if url and not _LAUNCHED:
+    if url and not launched:
         _check_api(url)
         return
-    if not _LAUNCHED:
+    if not launched:
         _ORPHANS_STOPPED.extend(stop_orphaned_servers())
     if _ORPHANS_STOPPED:
         import logging
@@ -84,14 +116,14 @@ def start_prefect_server_early() -> None:
     # half-defined (seen as "Mapper[Flow(flow)] ... failed to locate a name ('FlowRun')").
     import prefect.server.database.orm_models  # noqa: F401
 
+    if launched:
+        return
+
     def boot():
         try:
-            if _LAUNCHED:
-                _wait_until_healthy(_LAUNCHED[0], os.environ["PREFECT_API_URL"])
-                return
             from prefect.client.orchestration import get_client
 
-            with get_client(sync_client=True) as client:
+            with _boot_lock(), get_client(sync_client=True) as client:
                 client.api_healthcheck()
         except Exception as err:
             _BOOT_FAILED.append(f"{type(err).__name__}: {str(err)[:200]}")
