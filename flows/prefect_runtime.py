@@ -133,17 +133,14 @@ def start_prefect_server_early() -> None:
 
 
 def _wait_until_healthy(process: subprocess.Popen, url: str) -> None:
-    import httpx
+    from opi.health import answers
 
     deadline = time.monotonic() + float(os.environ.get("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120"))
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the server process exited with code {process.returncode}")
-        try:
-            if httpx.get(url.rstrip("/") + "/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
+        if answers(url.rstrip("/") + "/health"):
+            return
         time.sleep(0.1)
     raise TimeoutError(f"no answer from {url} within PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS")
 

@@ -61,7 +61,7 @@ class LocalLLMServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> "LocalLLMServer":
-        import httpx
+        from opi.health import answers
 
         if importlib.util.find_spec("xllamacpp") is None:
             raise RuntimeError(f"the local LLM server needs xllamacpp: {INSTALL_HINT}")
@@ -75,11 +75,8 @@ class LocalLLMServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the local LLM server exited ({self.process.returncode}); see {self.log_path}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
+            if answers(f"http://127.0.0.1:{self.port}/health", timeout=1):
+                return self
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"the local LLM server did not become healthy in {self.startup_timeout:.0f} s")
