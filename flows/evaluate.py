@@ -119,9 +119,7 @@ def _labelled_file(path: str, relation_set: str) -> list:
 
 def training_for(config: OPIConfig, data: Data) -> Training | None:
     """The classifier's training data, or None when it does not learn (or cannot: no labels anywhere)."""
-    from flows.tasks import hashed
     from opi.data import DataError
-    from opi.relations import Triple
 
     classifier = config.classifier
     if not getattr(classifier, "trains", False) or getattr(classifier, "registered", None):
@@ -138,8 +136,27 @@ def training_for(config: OPIConfig, data: Data) -> Training | None:
         raise DataError(f"the classifier {classifier.name} learns to tell relations apart, and {source} has only "
                         f"one ({relations[0]!r}): label examples of at least two relations, or choose "
                         "classifier=llm, or relations.gold=none")
-    return Training([e.id for e in examples], hashed([Triple(e.context, e.question, e.answer) for e in examples]),
-                    [e.relation for e in examples], cross_fit)
+    return _training(examples, cross_fit)
+
+
+_TRAININGS: dict[tuple[int, bool], tuple[list, Training]] = {}
+
+
+def _training(examples: list, cross_fit: bool) -> Training:
+    """Built and hashed once per example list (the process's cached data or label file): hashing every article of
+    12,000 rows takes ~2 s, and every job of a sweep asks for its training data more than once."""
+    from flows.tasks import hashed
+    from opi.relations import Triple
+
+    kept = _TRAININGS.get((id(examples), cross_fit))
+    if kept is None or kept[0] is not examples:
+        training = Training([e.id for e in examples], hashed([Triple(e.context, e.question, e.answer)
+                                                              for e in examples]),
+                            [e.relation for e in examples], cross_fit)
+        if len(_TRAININGS) >= 4:  # as many as _load_data keeps datasets
+            del _TRAININGS[next(iter(_TRAININGS))]
+        kept = _TRAININGS[(id(examples), cross_fit)] = (examples, training)
+    return kept[1]
 
 
 def prepared(config: OPIConfig) -> OPIConfig:

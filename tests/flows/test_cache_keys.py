@@ -78,3 +78,18 @@ def test_a_kept_result_reads_back_and_an_unreadable_one_is_a_miss(tmp_path, capl
     assert "configuration-x unreadable" in caplog.text
     tasks.keep(cache, "configuration-x", {"stages": 7})  # the next run's result replaces it
     assert tasks.read_kept(cache, "configuration-x") == {"stages": 7}
+
+
+def test_training_data_is_hashed_once_per_example_list(monkeypatch):
+    from flows import evaluate
+
+    calls = []
+    real_hashed = tasks.hashed
+    monkeypatch.setattr(tasks, "hashed", lambda value: calls.append(len(value)) or real_hashed(value))
+    pool = examples("yes", "no", "maybe")
+    first, again = evaluate._training(pool, True), evaluate._training(pool, True)
+    assert again is first and calls == [3]  # asked for twice (as every job does), built and hashed once
+    assert first.ids == ["e0", "e1", "e2"] and first.labels == ["direct_matching"] * 3
+    assert first.triples.content_hash == real_hashed(list(first.triples)).content_hash
+    other = evaluate._training(examples("yes", "no", "maybe"), True)  # an equal list, but another one: built anew
+    assert other is not first and other.triples.content_hash == first.triples.content_hash and calls == [3, 3]
