@@ -58,9 +58,11 @@ def rank_examples(retriever: Retriever, examples: Sequence[Example], articles: d
                   ) -> dict[str, Ranking]:
     """One ranking per example, batching the questions that share an index (an article, or the corpus)."""
     by_index: dict[str, list[Example]] = defaultdict(list)
+    indexes: dict[str, Article] = {}  # by the index's own id: one per article, or the corpus once
     for example in examples:
-        by_index[articles[document_id(example.context)].doc_id].append(example)
-    indexes = {articles[doc_id].doc_id: articles[doc_id] for doc_id in by_index}
+        article = articles[document_id(example.context)]
+        by_index[article.doc_id].append(example)
+        indexes[article.doc_id] = article
     retriever.prepare([e.question for e in examples], [c for a in indexes.values() for c in a.chunks])
     rankings = {}
     for group in by_index.values():
