@@ -65,9 +65,8 @@ def rank_examples(retriever: Retriever, examples: Sequence[Example], articles: d
         indexes[article.doc_id] = article
     retriever.prepare([e.question for e in examples], [c for a in indexes.values() for c in a.chunks])
     rankings = {}
-    for group in by_index.values():
-        article = articles[document_id(group[0].context)]
-        for example, ranking in zip(group, retriever.rank_examples(group, list(article.chunks))):
+    for doc_id, group in by_index.items():
+        for example, ranking in zip(group, retriever.rank_examples(group, list(indexes[doc_id].chunks))):
             rankings[example.id] = ranking
     return rankings
 
