@@ -37,6 +37,7 @@ for _key, _value in {**_DEFAULTS, **({} if VERBOSE else _QUIET)}.items():
 if not VERBOSE:  # notices a user cannot act on
     warnings.filterwarnings("ignore", message=".*langchain-community. is being sunset")
     warnings.filterwarnings("ignore", message="SOCKS support in urllib3 requires")
+    warnings.filterwarnings("ignore", message="Failed to create the Prefect home")  # said by flows.stores, clearer
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
 

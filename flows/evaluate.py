@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,10 @@ class Data:
     contexts: list  # the pool's distinct articles, sorted
     labelled: str  # all | some | none of the examples carry a relation label
 
+    @cached_property  # every job of a sweep asks for it, more than once: built and hashed once per dataset
+    def pool_training(self) -> Training:
+        return training_from(self.pool, cross_fit=True)
+
 
 @dataclass(frozen=True)
 class Training:
@@ -106,6 +110,11 @@ def _load_data(key: str) -> Data:
 
 
 @lru_cache(maxsize=4)
+def _file_training(path: str, relation_set: str) -> Training:
+    return training_from(_labelled_file(path, relation_set), cross_fit=False)
+
+
+@lru_cache(maxsize=4)
 def _labelled_file(path: str, relation_set: str) -> list:
     from opi.data import DataError, labelled, load_examples
     from opi.relations import load_relation_set
@@ -125,38 +134,25 @@ def training_for(config: OPIConfig, data: Data) -> Training | None:
     if not getattr(classifier, "trains", False) or getattr(classifier, "registered", None):
         return None
     if getattr(classifier, "train_path", None):
-        examples, cross_fit, source = _labelled_file(classifier.train_path, config.relations.set), False, \
-            classifier.train_path
+        training, source = _file_training(classifier.train_path, config.relations.set), classifier.train_path
     elif data.labelled == "all":
-        examples, cross_fit, source = data.pool, True, data.report.source
+        training, source = data.pool_training, data.report.source
     else:
         return None
-    relations = sorted({e.relation for e in examples})
+    relations = sorted(set(training.labels))
     if len(relations) < 2:
         raise DataError(f"the classifier {classifier.name} learns to tell relations apart, and {source} has only "
                         f"one ({relations[0]!r}): label examples of at least two relations, or choose "
                         "classifier=llm, or relations.gold=none")
-    return _training(examples, cross_fit)
+    return training
 
 
-_TRAININGS: dict[tuple[int, bool], tuple[list, Training]] = {}
-
-
-def _training(examples: list, cross_fit: bool) -> Training:
-    """Built and hashed once per example list (the process's cached data or label file): hashing every article of
-    12,000 rows takes ~2 s, and every job of a sweep asks for its training data more than once."""
+def training_from(examples: list, cross_fit: bool) -> Training:
     from flows.tasks import hashed
     from opi.relations import Triple
 
-    kept = _TRAININGS.get((id(examples), cross_fit))
-    if kept is None or kept[0] is not examples:
-        training = Training([e.id for e in examples], hashed([Triple(e.context, e.question, e.answer)
-                                                              for e in examples]),
-                            [e.relation for e in examples], cross_fit)
-        if len(_TRAININGS) >= 4:  # as many as _load_data keeps datasets
-            del _TRAININGS[next(iter(_TRAININGS))]
-        kept = _TRAININGS[(id(examples), cross_fit)] = (examples, training)
-    return kept[1]
+    return Training([e.id for e in examples], hashed([Triple(e.context, e.question, e.answer) for e in examples]),
+                    [e.relation for e in examples], cross_fit)
 
 
 def prepared(config: OPIConfig) -> OPIConfig:

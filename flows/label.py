@@ -104,11 +104,10 @@ def silver_labels(config, examples, labels: list[str]) -> list[str] | None:
     ids = [e.id for e in examples]
     training = (ids, triples, labels, True)
     if getattr(config.classifier, "train_path", None):
-        from flows.evaluate import _labelled_file
+        from flows.evaluate import _file_training
 
-        trained_on = _labelled_file(config.classifier.train_path, config.relations.set)
-        training = ([e.id for e in trained_on], [Triple(e.context, e.question, e.answer) for e in trained_on],
-                    [e.relation for e in trained_on], False)
+        trained_on = _file_training(config.classifier.train_path, config.relations.set)
+        training = (trained_on.ids, trained_on.triples, trained_on.labels, trained_on.cross_fit)
     result = tasks.classify.fn(config.classifier, config.llm, *training, ids, triples, config.embedding,
                                config.relations.set, config.seed, config.paths.llm_cache, tasks.code_version(),
                                resolve_registered(config))

@@ -62,14 +62,27 @@ def _launch(port: int, url: str) -> None:
                          "PREFECT__SERVER_FINAL": "1"}))
             _wait_until_healthy(_LAUNCHED[0], url)
     except Exception as err:
-        _BOOT_FAILED.append(f"{type(err).__name__}: {str(err)[:200]}")
+        _boot_failed(err)
+
+
+def _boot_failed(err: Exception) -> None:
+    _BOOT_FAILED.append(f"{type(err).__name__}: {str(err)[:200]}")
+
+
+def uses_temporary_server() -> bool:
+    """Flows of this command run against a temporary server this process starts (not one the user pointed at)."""
+    return bool(_BOOT) or not os.environ.get("PREFECT_API_URL")
+
+
+def prefect_home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
 
 
 @contextlib.contextmanager
 def _boot_lock():
     """One server at a time boots on a Prefect home: each one migrates the home's database as it starts, and two
     commands started together would otherwise migrate it at once ("no such column: flow_runner_type")."""
-    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    home = prefect_home()
     home.mkdir(parents=True, exist_ok=True)
     with open(home / ".opi-server-boot.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when this process dies
@@ -126,7 +139,7 @@ def start_prefect_server_early() -> None:
             with _boot_lock(), get_client(sync_client=True) as client:
                 client.api_healthcheck()
         except Exception as err:
-            _BOOT_FAILED.append(f"{type(err).__name__}: {str(err)[:200]}")
+            _boot_failed(err)
 
     _BOOT.append(threading.Thread(target=boot, name="prefect-server-boot", daemon=True))
     _BOOT[0].start()

@@ -40,6 +40,10 @@ def writable_file(path: Path, what: str) -> None:
 
 
 def check_stores(config: OPIConfig) -> None:
+    from flows.prefect_runtime import prefect_home, uses_temporary_server
+
+    if uses_temporary_server():  # its database lives there
+        writable_folder(prefect_home(), "PREFECT_HOME")
     writable_folder(Path(config.paths.cache_dir), "paths.cache_dir")
     writable_file(Path(config.paths.llm_cache), "paths.llm_cache")
     if not config.tracking.enabled:

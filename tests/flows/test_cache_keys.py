@@ -80,16 +80,17 @@ def test_a_kept_result_reads_back_and_an_unreadable_one_is_a_miss(tmp_path, capl
     assert tasks.read_kept(cache, "configuration-x") == {"stages": 7}
 
 
-def test_training_data_is_hashed_once_per_example_list(monkeypatch):
+def test_training_data_is_hashed_once_per_dataset(monkeypatch):
     from flows import evaluate
 
     calls = []
     real_hashed = tasks.hashed
     monkeypatch.setattr(tasks, "hashed", lambda value: calls.append(len(value)) or real_hashed(value))
     pool = examples("yes", "no", "maybe")
-    first, again = evaluate._training(pool, True), evaluate._training(pool, True)
+    data = evaluate.Data(None, pool, pool, None, [], "all")
+    first, again = data.pool_training, data.pool_training
     assert again is first and calls == [3]  # asked for twice (as every job does), built and hashed once
-    assert first.ids == ["e0", "e1", "e2"] and first.labels == ["direct_matching"] * 3
+    assert first.ids == ["e0", "e1", "e2"] and first.labels == ["direct_matching"] * 3 and first.cross_fit
     assert first.triples.content_hash == real_hashed(list(first.triples)).content_hash
-    other = evaluate._training(examples("yes", "no", "maybe"), True)  # an equal list, but another one: built anew
+    other = evaluate.Data(None, pool, examples("yes", "no", "maybe"), None, [], "all").pool_training
     assert other is not first and other.triples.content_hash == first.triples.content_hash and calls == [3, 3]

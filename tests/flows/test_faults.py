@@ -69,16 +69,20 @@ def test_a_parquet_evidence_list_column_is_read_item_by_item(tmp_path):
     assert 0.0 <= run.data.metrics["evidence_recall"] <= 1.0 and run.data.metrics["n_examples"] == 3  # NaN fails
 
 
-@pytest.mark.parametrize("case", ["cache folder is a file", "tracking store under a file"])
+STORES = {"cache folder is a file": ("paths.cache_dir", "paths.cache_dir={}"),
+          "tracking store under a file": ("tracking.tracking_uri", "tracking.tracking_uri=sqlite:///{}/mlflow.db"),
+          "Prefect home under a file": ("PREFECT_HOME", None)}
+
+
+@pytest.mark.parametrize("case", list(STORES))
 def test_a_store_that_cannot_be_written_is_one_line_before_the_data_is_read(tmp_path, case):
     blocker = tmp_path / "blocker"
     blocker.write_text("not a folder")
-    overrides = [f"paths.cache_dir={blocker}"] if case == "cache folder is a file" else [
-        f"tracking.tracking_uri=sqlite:///{blocker}/mlflow.db"]
-    output = run_cli("flows.evaluate", tmp_path, "dataset.limit=2", *overrides, expect=EXIT_USER_ERROR)
-    where = "paths.cache_dir" if case == "cache folder is a file" else "tracking.tracking_uri"
+    where, override = STORES[case]
+    overrides, env = ([override.format(blocker)], None) if override else ([], {"PREFECT_HOME": f"{blocker}/prefect"})
+    output = run_cli("flows.evaluate", tmp_path, "dataset.limit=2", *overrides, env=env, expect=EXIT_USER_ERROR)
     one_line(output, f"cannot write results: {where}: {blocker} is a file, not a folder")
-    assert "rows read" not in output
+    assert "rows read" not in output and "Warning" not in output
 
 
 def test_a_full_disk_during_the_work_is_one_line_and_exit_2(caplog):
