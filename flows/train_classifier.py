@@ -23,7 +23,8 @@ from opi.schemas import OPIConfig
 
 log = logging.getLogger("opi")
 register_configs()
-TRUSTED_TYPES = ["opi.classify.SentenceEmbeddingFeatures"]  # our one custom pipeline step, for skops
+# our one custom pipeline step, for skops (models saved before it moved name it opi.classify.*)
+TRUSTED_TYPES = ["opi.relation_features.SentenceEmbeddingFeatures", "opi.classify.SentenceEmbeddingFeatures"]
 
 
 def balanced(cfg: OPIConfig):

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
 
 from opi.relations import UNKNOWN, RelationSet, Triple
 
@@ -27,27 +26,18 @@ __all__ = ["Triple", "LocalRelationClassifier", "LLMRelationClassifier", "CrossF
            "cross_validated_accuracy", "parse_relation", "relation_pipeline"]
 
 
+def __getattr__(name: str) -> Any:
+    # the pipeline step lives in opi.relation_features (scikit-learn is imported when a classifier is built, not by
+    # every command); models saved before name it here
+    if name == "SentenceEmbeddingFeatures":
+        from opi.relation_features import SentenceEmbeddingFeatures
+
+        return SentenceEmbeddingFeatures
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def fold_of(example_id: str, folds: int) -> int:
     return int(hashlib.sha256(example_id.encode("utf-8")).hexdigest(), 16) % folds
-
-
-class SentenceEmbeddingFeatures(TransformerMixin, BaseEstimator):
-    """A scikit-learn transformer: texts -> unit sentence embeddings from the shared (cached) embedder.
-
-    It stores only the model's name, so a fitted pipeline pickles small and reloads anywhere the model is installed.
-    """
-
-    def __init__(self, model: str = "packaged:all-MiniLM-L6-v2", device: str = "cpu"):
-        self.model = model
-        self.device = device
-
-    def fit(self, texts, y=None) -> "SentenceEmbeddingFeatures":
-        return self
-
-    def transform(self, texts) -> np.ndarray:
-        from opi.embeddings import shared_embedder
-
-        return shared_embedder(self.model, self.device).encode([str(t) for t in texts])
 
 
 FAMILIES = ("logreg", "linear_svc")
@@ -63,6 +53,8 @@ def relation_pipeline(family: str = "logreg", C: float = 30.0, seed: int = 0,
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import Pipeline
     from sklearn.svm import LinearSVC
+
+    from opi.relation_features import SentenceEmbeddingFeatures
 
     if family not in FAMILIES:
         raise ValueError(f"unknown classifier family {family!r}; use one of {FAMILIES}")

@@ -15,8 +15,6 @@ import re
 from functools import lru_cache
 from typing import Sequence
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
 COLUMNS = ("support_recall", "answer_found", "evidence_recall", "evidence_hit")  # what ``diagnose`` returns
 WORD = re.compile(r"[a-z0-9]+(?:['.,][a-z0-9]+)*")
 
@@ -30,7 +28,16 @@ def _tokens(text: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=1 << 16)
 def content_words(text: str) -> frozenset[str]:
-    return frozenset(w for w in _tokens(text) if w not in ENGLISH_STOP_WORDS)
+    stop_words = _stop_words()
+    return frozenset(w for w in _tokens(text) if w not in stop_words)
+
+
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    # imported on first use: a warm re-run needs no scikit-learn, and importing it costs every command ~1.5 s
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return ENGLISH_STOP_WORDS
 
 
 def normalized(text: str) -> str:

@@ -1,0 +1,25 @@
+"""The local relation classifier's embedding step, a scikit-learn transformer (a module of its own: scikit-learn is
+imported when a classifier is built or loaded, not by every command)."""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+
+
+class SentenceEmbeddingFeatures(TransformerMixin, BaseEstimator):
+    """A scikit-learn transformer: texts -> unit sentence embeddings from the shared (cached) embedder.
+
+    It stores only the model's name, so a fitted pipeline pickles small and reloads anywhere the model is installed.
+    """
+
+    def __init__(self, model: str = "packaged:all-MiniLM-L6-v2", device: str = "cpu"):
+        self.model = model
+        self.device = device
+
+    def fit(self, texts, y=None) -> "SentenceEmbeddingFeatures":
+        return self
+
+    def transform(self, texts) -> np.ndarray:
+        from opi.embeddings import shared_embedder
+
+        return shared_embedder(self.model, self.device).encode([str(t) for t in texts])
