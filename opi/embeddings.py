@@ -14,6 +14,8 @@ from functools import lru_cache
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from opi.llm.faults import exiting
+
 PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
 
 
@@ -28,6 +30,13 @@ def resolve_model_path(model: str) -> str:
 def unit(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.where(norms == 0, 1.0, norms)
+
+
+SLICE_BATCHES = 16  # batches per model call: ~1,000 texts, a few seconds on 2 cores
+
+
+class EmbeddingInterrupted(RuntimeError):
+    """The process is exiting (SIGTERM, Ctrl-C): texts still to embed were left."""
 
 
 class SentenceEmbedder(Embeddings):
@@ -69,13 +78,20 @@ class SentenceEmbedder(Embeddings):
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
             self.cache_hits += len(texts) - len(missing)
-            if missing:
-                vectors = self._load().encode(missing, batch_size=self.batch_size, convert_to_numpy=True,
-                                              show_progress_bar=len(missing) > 4 * self.batch_size
+            # in slices of a few seconds' work, so that a process told to stop (SIGTERM, Ctrl-C) stops within
+            # seconds instead of after embedding a whole dataset
+            step = SLICE_BATCHES * self.batch_size
+            model = self._load() if missing else None
+            for start in range(0, len(missing), step):
+                if exiting():
+                    raise EmbeddingInterrupted("stopped: the process is exiting")
+                part = missing[start:start + step]
+                vectors = model.encode(part, batch_size=self.batch_size, convert_to_numpy=True,
+                                              show_progress_bar=len(part) > 4 * self.batch_size
                                               and sys.stderr.isatty())
-                for text, vector in zip(missing, vectors):
+                for text, vector in zip(part, vectors):
                     self._cache[text] = vector.astype(np.float32)
-                self.texts_embedded += len(missing)
+                self.texts_embedded += len(part)
             if not texts:
                 return np.zeros((0, self.dimension), dtype=np.float32)
             return np.stack([self._cache[t] for t in texts])

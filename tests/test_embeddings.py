@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 
 def test_same_text_is_embedded_once(embedder):
@@ -17,3 +18,37 @@ def test_langchain_view_returns_unit_vectors(embedder):
     vector = embedder.embed_query("tidal mills grind grain")
     assert len(vector) == 384
     assert abs(np.linalg.norm(vector) - 1.0) < 1e-5
+
+
+class CountingModel:
+    """Stands in for the sentence-transformers model: one vector per text, and a record of each call."""
+
+    def __init__(self, stop_after: int | None = None):
+        self.calls, self.stop_after = [], stop_after
+
+    def encode(self, texts, **_):
+        self.calls.append(len(texts))
+        if self.stop_after == len(self.calls):
+            from opi.llm.faults import stop_requests
+
+            stop_requests()  # as SIGTERM's handler does, while this slice is embedded
+        return np.array([[float(len(t)), 1.0] for t in texts])
+
+
+def test_many_texts_are_embedded_in_slices_and_a_stop_ends_the_work_between_them(monkeypatch):
+    from opi.embeddings import EmbeddingInterrupted, SentenceEmbedder
+    from opi.llm import faults
+
+    embedder = SentenceEmbedder(batch_size=2)
+    embedder._model = CountingModel()
+    texts = [f"text {i:03d}" + "x" * (i % 3) for i in range(70)]
+    vectors = embedder.raw(texts)
+    assert embedder._model.calls == [32, 32, 6]  # 16 batches of 2 per call
+    assert vectors.shape == (70, 2) and vectors[5].tolist() == [float(len(texts[5])), 1.0]
+
+    monkeypatch.setattr(faults, "_STOP", type(faults._STOP)())  # a fresh process-wide stop, unset
+    stopping = SentenceEmbedder(batch_size=2)
+    stopping._model = CountingModel(stop_after=1)
+    with pytest.raises(EmbeddingInterrupted):
+        stopping.raw([f"other {i}" for i in range(70)])
+    assert stopping._model.calls == [32] and stopping.texts_embedded == 32  # what was done is kept
