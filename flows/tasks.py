@@ -53,9 +53,10 @@ class HashedDict(dict):
     content_hash: str
 
 
-def hashed(value: list | dict) -> HashedList | HashedDict:
+def hashed(value: list | dict, content_hash: str | None = None) -> HashedList | HashedDict:
+    """``value`` marked with its content hash (``content_hash`` when the caller knows it from what it was made of)."""
     marked = HashedDict(value) if isinstance(value, dict) else HashedList(value)
-    marked.content_hash = _plain_hash(marked)
+    marked.content_hash = content_hash or _plain_hash(marked)
     return marked
 
 
