@@ -22,8 +22,11 @@ def start_cli(folder: Path, *overrides: str, env: dict | None = None, default_fo
     log = folder / f"started-{len(list(folder.glob('started-*.log')))}.log"
     command = cli_command("flows.evaluate", folder, *overrides, default_folders=default_folders)
     environment = cli_environment(folder, env)
+    # Ctrl-C as from a terminal: a test run started in the background by a non-interactive shell (`pytest &`)
+    # inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler in the command
     process = subprocess.Popen(command, stdout=open(log, "w"), stderr=subprocess.STDOUT, env=environment, cwd=folder,
-                               stdin=subprocess.DEVNULL, start_new_session=True)
+                               stdin=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     return process, log
 
 
