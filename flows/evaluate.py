@@ -113,12 +113,11 @@ def _load_data(key: str) -> Data:
                 labelled(pool))
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=4)  # read, validated, built and hashed once per label file
 def _file_training(path: str, relation_set: str) -> Training:
     return training_from(_labelled_file(path, relation_set), cross_fit=False)
 
 
-@lru_cache(maxsize=4)
 def _labelled_file(path: str, relation_set: str) -> list:
     from opi.data import DataError, labelled, load_examples
     from opi.relations import load_relation_set

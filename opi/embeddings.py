@@ -87,8 +87,7 @@ class SentenceEmbedder(Embeddings):
                     raise EmbeddingInterrupted("stopped: the process is exiting")
                 part = missing[start:start + step]
                 vectors = model.encode(part, batch_size=self.batch_size, convert_to_numpy=True,
-                                              show_progress_bar=len(part) > 4 * self.batch_size
-                                              and sys.stderr.isatty())
+                                       show_progress_bar=len(part) > 4 * self.batch_size and sys.stderr.isatty())
                 for text, vector in zip(part, vectors):
                     self._cache[text] = vector.astype(np.float32)
                 self.texts_embedded += len(part)
