@@ -70,13 +70,15 @@ def shared_names(articles: list[dict]) -> dict[str, list[str]]:
 
 def card(name: str) -> dict:
     from opi.data import bundled_path
-    from opi.pipeline import prepare_articles
+    from opi.articles import prepare_articles
+    from opi.schemas import ChunkingConfig
     from opi.retrievers.lexical import BM25Retriever
     from opi.chunking import document_id
 
     folder = bundled_path(name)
     articles, examples = read(folder, "articles.jsonl"), read(folder, "examples.jsonl")
-    prepared = prepare_articles([a["context"] for a in articles])
+    chunking = ChunkingConfig()  # the paper's
+    prepared = prepare_articles([a["context"] for a in articles], chunking.size, chunking.overlap)
     by_id = {a["article_id"]: prepared[document_id(a["context"])] for a in articles}
     chunks_per_article = [len(p.chunks) for p in by_id.values()]
     words = [len(a["context"].split()) for a in articles]
@@ -86,7 +88,7 @@ def card(name: str) -> dict:
     for article_id, group in itertools.groupby(examples, key=lambda e: e["article_id"]):
         group, article = list(group), by_id[article_id]
         sentence_of = {s.text: s.idx for s in article.sentences}
-        rankings = bm25.rank([e["question"] for e in group], list(article.chunks))
+        rankings = [r.top(K) for r in bm25.rank([e["question"] for e in group], list(article.chunks), K)]
         for example, ranking in zip(group, rankings):
             ids = [sentence_of[s] for s in example["evidence"]]
             chunks_of = [{c.idx for c in article.chunks if i in c.sentence_ids} for i in ids]

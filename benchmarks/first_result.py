@@ -27,7 +27,7 @@ RESULT = re.compile(r"BERTSim \d\.\d+")
 
 def timed_sweep(folder: Path, overrides: list[str]) -> tuple[float, float, float]:
     """(first line about the data, first result line, end) in seconds from the start."""
-    command = [sys.executable, "-m", "flows.evaluate", *overrides,
+    command = [sys.executable, "-m", "flows.cli.evaluate", *overrides,
                f"tracking.tracking_uri=sqlite:///{folder}/mlflow.db", f"tracking.artifact_location={folder}/artifacts",
                f"paths.cache_dir={folder}/cache", f"hydra.sweep.dir={folder}/multirun",
                f"hydra.run.dir={folder}/outputs"]

@@ -26,7 +26,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import flows  # noqa: E402,F401  (quiet, offline environment)
+from flows.cli.start import start_command  # noqa: E402  (quiet, offline environment)
 
 SETUPS = ["dps", "knn", "bm25", "svm", "tfidf", "mmr", "edi", "a_seven", "a_four", "a_two", "s_seven", "s_four",
           "s_two"]
@@ -44,7 +44,7 @@ def members(setup: str) -> tuple[str, list[str]]:
 
 
 def run_opi(folder: Path, setups: list[str], dataset: str, limit: int | None) -> float:
-    command = [sys.executable, "-m", "flows.evaluate", "-m", f"setup={','.join(setups)}", f"dataset={dataset}",
+    command = [sys.executable, "-m", "flows.cli.evaluate", "-m", f"setup={','.join(setups)}", f"dataset={dataset}",
                f"tracking.tracking_uri=sqlite:///{folder}/mlflow.db", f"tracking.artifact_location={folder}/artifacts",
                f"paths.cache_dir={folder}/cache", f"hydra.sweep.dir={folder}/multirun"]
     if limit:
@@ -59,12 +59,13 @@ def opi_chunks(folder: Path, examples) -> dict[tuple[str, str], list[str]]:
     """(configuration, example id) -> retrieved chunk texts, from the sweep's predictions in MLflow."""
     import mlflow
 
-    from flows.report import child_predictions, find_sweep
+    from flows.tracking.sweeps import child_predictions, find_sweep
     from opi.chunking import document_id
-    from opi.pipeline import prepare_articles
+    from opi.articles import prepare_articles
+    from opi.schemas import ChunkingConfig
 
     client = mlflow.MlflowClient(f"sqlite:///{folder}/mlflow.db")
-    articles = prepare_articles([e.context for e in examples])
+    articles = prepare_articles([e.context for e in examples], ChunkingConfig().size, ChunkingConfig().overlap)
     context = {e.id: e.context for e in examples}
     found = {}
     for name, (run, rows) in child_predictions(client, find_sweep(client, "opi", None)).items():
@@ -221,4 +222,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    start_command()
     main()

@@ -19,33 +19,36 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import flows  # noqa: E402,F401
+from flows.cli.start import start_command  # noqa: E402
 
 
 def worker(data: str, rows: int, device: str, backend: str) -> dict:
     import numpy as np
 
-    from opi import pipeline
+    from opi.articles import prepare_articles
     from opi.combine import Single
+    from opi.predictions import prediction_rows
+    from opi.retrieval import combine, rank_examples, sentence_texts
     from opi.data import load_examples
     from opi.embeddings import PACKAGED_MINILM, SentenceEmbedder
     from opi.llm.reader import ExtractiveReader
     from opi.metrics.opi import bertsim, cosine_rows
     from opi.retrievers import KNNRetriever
-    from opi.schemas import DatasetConfig
+    from opi.schemas import ChunkingConfig, DatasetConfig
 
     embedder = SentenceEmbedder(PACKAGED_MINILM, device=device, backend=backend)
     embedder.raw(["warm-up"])  # model load is not part of the pipeline's time
     started = time.perf_counter()
     examples, _ = load_examples(DatasetConfig(kind="table", path=data, limit=rows))
-    articles = pipeline.prepare_articles([e.context for e in examples])
-    rankings = pipeline.rank_examples(KNNRetriever(k=4, embedder=embedder), examples, articles)
-    retrieved = pipeline.combine(Single(), [rankings], examples, articles)
-    texts = [pipeline.sentence_texts(e, articles, retrieved[e.id]) for e in examples]
+    chunking = ChunkingConfig()
+    articles = prepare_articles([e.context for e in examples], chunking.size, chunking.overlap)
+    rankings = rank_examples(KNNRetriever(embedder=embedder), examples, articles, 4)
+    retrieved = combine(Single(), [rankings], examples, articles)
+    texts = [sentence_texts(e, articles, retrieved[e.id]) for e in examples]
     answers = ExtractiveReader(n_sentences=2, embedder=embedder).answer([e.question for e in examples], texts)
     similarities = cosine_rows(embedder.encode([e.answer for e in examples], normalize=False),
                                embedder.encode(answers, normalize=False))
-    rows_table = pipeline.prediction_rows(examples, retrieved, texts, answers, ["unknown"] * len(examples),
+    rows_table = prediction_rows(examples, retrieved, texts, answers, ["unknown"] * len(examples),
                                           similarities)
     score = bertsim(rows_table["similarity"].tolist())
     wall = time.perf_counter() - started
@@ -89,4 +92,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    start_command()
     main()

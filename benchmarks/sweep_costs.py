@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-import flows  # noqa: E402,F401
+from flows.cli.start import start_command  # noqa: E402
 
 SETUPS = "dps,knn,bm25,svm,tfidf,mmr,edi,a_seven,a_four,a_two,s_seven,s_four,s_two"
 
@@ -39,7 +39,7 @@ def dataset_overrides(folder: Path, dataset: str, limit: int | None, rows: int |
 
 
 def sweep(folder: Path, data: list[str]) -> float:
-    command = [sys.executable, "-m", "flows.evaluate", "experiment=paper_grid", "report.enabled=false",
+    command = [sys.executable, "-m", "flows.cli.evaluate", "experiment=paper_grid", "report.enabled=false",
                f"tracking.tracking_uri=sqlite:///{folder}/mlflow.db", f"tracking.artifact_location={folder}/artifacts",
                f"paths.cache_dir={folder}/cache", f"paths.llm_cache={folder}/llm.sqlite",
                f"hydra.sweep.dir={folder}/multirun"] + data
@@ -52,23 +52,25 @@ def sweep(folder: Path, data: list[str]) -> float:
 def last_sweep_children(folder: Path) -> list:
     import mlflow
 
-    from flows.report import children, find_sweep
+    from flows.tracking.sweeps import children, find_sweep
 
     client = mlflow.MlflowClient(f"sqlite:///{folder}/mlflow.db")
     return children(client, find_sweep(client, "opi", None))
 
 
 def plain_loop(data: list[str]) -> float:
-    """``flows.evaluate.run_stages`` for each configuration in one process, its stage tasks called as plain
+    """``flows.run.stages.run_stages`` for each configuration in one process, its stage tasks called as plain
     functions (``task.fn``) with the same sharing of results (an in-memory memo in place of Prefect's cache): no
     Hydra jobs, no Prefect, no MLflow."""
-    from hydra import compose, initialize_config_dir
     from prefect.utilities.hashing import hash_objects
 
-    from flows import evaluate, tasks
-    from flows.config import CONF_DIR, register_configs, typed
+    from flows.orchestration.cache import StageCalls
+    from flows.run import stages
+    from flows.run.config import compose_config, typed
+    from flows.run.data import load_data
+    from flows.run.preflight import prepared
 
-    class PlainStageCalls(tasks.StageCalls):
+    class PlainStageCalls(StageCalls):
         memo: dict = {}
 
         def call_many(self, stage, task_fn, *calls):
@@ -81,13 +83,11 @@ def plain_loop(data: list[str]) -> float:
             return results
 
     started = time.perf_counter()
-    register_configs()
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        configs = [typed(compose("config", overrides=[f"setup={s}", *data])) for s in SETUPS.split(",")]
-    tasks.StageCalls = PlainStageCalls
+    configs = [typed(compose_config([f"setup={s}", *data])) for s in SETUPS.split(",")]
+    stages.StageCalls = PlainStageCalls
     for config in configs:
-        config = evaluate.prepared(config)
-        evaluate.run_stages(config, evaluate.load_data(config), None)
+        config = prepared(config)
+        stages.run_stages(config, load_data(config), None)
     return time.perf_counter() - started
 
 
@@ -124,4 +124,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    start_command()
     main()

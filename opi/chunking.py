@@ -33,7 +33,7 @@ def document_id(article: str) -> str:
     return hashlib.sha256(article.encode("utf-8")).hexdigest()[:16]
 
 
-def chunk_article(article: str, sentences: list[Sentence], size: int = 100, overlap: int = 20,
+def chunk_article(article: str, sentences: list[Sentence], size: int, overlap: int,
                   separators: list[str] | None = None) -> list[Chunk]:
     """Split ``article`` into chunks of at most ``size`` words overlapping by about ``overlap`` words."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter

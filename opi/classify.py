@@ -7,23 +7,22 @@ questions of several relations, the context embedding identifies the article, no
 cross-validated accuracy below chance on deeplogic-130). Question word n-grams are off by default: on deeplogic-v2
 they add nothing to cross-validated accuracy (0.490 vs 0.488) but make LRCR follow the question's wording rather
 than the answer (question-only LRCR 0.183 vs 0.154; random vs oracle retrieval 0.202 vs 0.245 LRCR with them,
-0.161 vs 0.236 without). ``cross_fit_predict`` labels every example with a model that never saw it: examples are
+0.161 vs 0.236 without). ``CrossFitted`` labels every example with a model that never saw it: examples are
 split into folds by a hash of their id, so the folds, and therefore the trained models, are the same for every
 retriever configuration in a sweep.
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
-import numpy as np
 
 from opi.relations import UNKNOWN, RelationSet, Triple
+from opi.schemas import EmbeddingConfig
 
-__all__ = ["Triple", "LocalRelationClassifier", "LLMRelationClassifier", "CrossFitted", "cross_fit_predict",
-           "cross_validated_accuracy", "parse_relation", "relation_pipeline"]
+__all__ = ["Triple", "TrainingSet", "LocalRelationClassifier", "LLMRelationClassifier", "CrossFitted",
+           "parse_relation", "relation_pipeline"]
 
 
 def __getattr__(name: str) -> Any:
@@ -36,6 +35,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+@dataclass(frozen=True)
+class TrainingSet:
+    """What a classifier that learns is trained on: labelled gold triples, and whether they are the evaluated data's
+    own pool (then cross-fitted: no example is labelled by a model that saw it) or a separate labelled file."""
+
+    ids: Sequence[str]
+    triples: Sequence[Triple]
+    labels: Sequence[str]
+    cross_fit: bool
+
+
 def fold_of(example_id: str, folds: int) -> int:
     return int(hashlib.sha256(example_id.encode("utf-8")).hexdigest(), 16) % folds
 
@@ -44,7 +54,7 @@ FAMILIES = ("logreg", "linear_svc")
 
 
 def relation_pipeline(family: str = "logreg", C: float = 30.0, seed: int = 0,
-                      embedding_model: str = "packaged:all-MiniLM-L6-v2", device: str = "cpu",
+                      embedding_model: str = EmbeddingConfig.model, device: str = EmbeddingConfig.device,
                       question_words: bool = False):
     """Question and answer embeddings (+ question word 1-2-grams, TF-IDF, with ``question_words``) -> a linear
     classifier."""
@@ -107,9 +117,9 @@ class LocalRelationClassifier:
     def fit(self, triples: Sequence[Triple], labels: Sequence[str]) -> "LocalRelationClassifier":
         if len(set(labels)) < 2:
             raise ValueError("the relation classifier needs training examples of at least two relations")
-        model = getattr(self.embedding, "model", "packaged:all-MiniLM-L6-v2")
-        device = getattr(self.embedding, "device", "cpu")
-        self.pipeline = relation_pipeline(self.family, self.C, self.seed, model, device, self.question_words)
+        embedding = self.embedding or EmbeddingConfig()
+        self.pipeline = relation_pipeline(self.family, self.C, self.seed, embedding.model, embedding.device,
+                                          self.question_words)
         self.pipeline.fit(triples_frame(triples), list(labels))
         self.fitted = True
         return self
@@ -118,10 +128,6 @@ class LocalRelationClassifier:
         if not self.fitted:
             raise RuntimeError("fit the classifier first")
         return [str(label) for label in self.pipeline.predict(triples_frame(triples))]
-
-    def fresh(self) -> "LocalRelationClassifier":
-        """An unfitted copy with the same settings (one per cross-fitting fold)."""
-        return dataclasses.replace(self, pipeline=None)
 
 
 class CrossFitted:
@@ -153,20 +159,6 @@ class CrossFitted:
             for i, label in zip(held_out, labels):
                 predictions[i] = label
         return predictions
-
-
-def cross_fit_predict(make_classifier: Callable[[], Any], pool_ids: Sequence[str], pool: Sequence[Triple],
-                      labels: Sequence[str], apply_ids: Sequence[str], apply: Sequence[Triple], folds: int = 5
-                      ) -> list[str]:
-    """Label ``apply[i]`` with a classifier fitted on the gold ``pool`` triples outside ``apply_ids[i]``'s fold
-    (``CrossFitted``, fitted and applied once)."""
-    return CrossFitted(make_classifier, pool_ids, pool, labels, folds).predict(apply_ids, apply)
-
-
-def cross_validated_accuracy(make_classifier, ids, triples, labels, folds: int = 5) -> float:
-    """Accuracy of the classifier on gold triples, each predicted by a model that did not see it."""
-    predicted = cross_fit_predict(make_classifier, ids, triples, labels, ids, triples, folds)
-    return float(np.mean([p == g for p, g in zip(predicted, labels)]))
 
 
 def parse_relation(reply: str, labels: Sequence[str]) -> str | None:

@@ -360,11 +360,3 @@ def labelled(examples: Sequence[Example]) -> str:
     """``all``, ``none`` or ``some``: how many examples carry a relation label."""
     count = sum(e.relation is not None for e in examples)
     return "all" if count == len(examples) else "none" if count == 0 else "some"
-
-
-def evidence_spread(example: Example, chunks) -> bool | None:
-    """True when no single chunk holds all of the example's evidence (so one chunk cannot answer it);
-    None when the example has no evidence to check."""
-    if not example.evidence:
-        return None
-    return not any(all(e in chunk.text for e in example.evidence) for chunk in chunks)

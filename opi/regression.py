@@ -22,12 +22,14 @@ from opi.metrics.stats import compare
 GATED = ("opi_1", "bertsim", "lrcr")
 TEST_METRIC = {"opi_1": "opi", "bertsim": "bertsim", "lrcr": "lrcr"}
 FAILING = ("regression", "missing")
+TOLERANCE = 0.01  # the smallest drop that can be a regression
+ALPHA = 0.05  # the paired test's significance level
 
 
 def judge(current: Mapping[str, Mapping[str, float]], baseline: Mapping[str, Mapping[str, float]],
           current_rows: Mapping[str, pd.DataFrame] | None = None,
           baseline_rows: Mapping[str, pd.DataFrame] | None = None,
-          tolerance: float = 0.01, alpha: float = 0.05, permutations: int = 9999, seed: int = 0) -> pd.DataFrame:
+          tolerance: float = TOLERANCE, alpha: float = ALPHA, permutations: int = 9999, seed: int = 0) -> pd.DataFrame:
     """The verdict table: configuration, metric, baseline, current, change, p_value, verdict."""
     records = []
     for configuration in sorted(set(baseline) | set(current)):

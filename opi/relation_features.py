@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from opi.schemas import EmbeddingConfig
+
 
 class SentenceEmbeddingFeatures(TransformerMixin, BaseEstimator):
     """A scikit-learn transformer: texts -> unit sentence embeddings from the shared (cached) embedder.
@@ -12,7 +14,7 @@ class SentenceEmbeddingFeatures(TransformerMixin, BaseEstimator):
     It stores only the model's name, so a fitted pipeline pickles small and reloads anywhere the model is installed.
     """
 
-    def __init__(self, model: str = "packaged:all-MiniLM-L6-v2", device: str = "cpu"):
+    def __init__(self, model: str = EmbeddingConfig.model, device: str = EmbeddingConfig.device):
         self.model = model
         self.device = device
 

@@ -1,6 +1,6 @@
 """The sweep report: the paper's tables with uncertainty, plots, and a verdict on which differences are real.
 
-Input: each configuration's per-example predictions (as ``opi.pipeline.prediction_rows`` writes them). Output
+Input: each configuration's per-example predictions (as ``opi.predictions.prediction_rows`` writes them). Output
 (``SweepReport.write``): csv tables, ``heatmap.png`` (relation x configuration OPI-1), ``bars.png`` (BERTSim,
 LRCR, OPI-1 with bootstrap intervals), ``report.html`` and ``report.md``.
 

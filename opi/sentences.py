@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,3 @@ def split_sentences(article: str) -> list[Sentence]:
 def overlapping_sentences(sentences: list[Sentence], start: int, end: int) -> list[int]:
     """Ids of the sentences that share at least one character with the span [start, end)."""
     return [s.idx for s in sentences if s.start < end and start < s.end]
-
-
-def join_sentences(sentences: list[Sentence], ids: Iterable[int]) -> str:
-    return " ".join(sentences[i].text for i in ids)

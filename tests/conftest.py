@@ -29,10 +29,24 @@ def pytest_sessionstart(session):
 
 @pytest.fixture(scope="session")
 def embedder():
-    """The packaged all-MiniLM-L6-v2, loaded once for the whole test session."""
-    from opi.embeddings import SentenceEmbedder
+    """The packaged all-MiniLM-L6-v2, loaded once for the whole test session: the process's shared embedder, so the
+    relation classifier's features (``opi.relation_features``) use the same model and vector cache."""
+    from opi.embeddings import shared_embedder
 
-    return SentenceEmbedder()
+    return shared_embedder()
+
+
+@pytest.fixture
+def process_stop(monkeypatch):
+    """A fresh, unset process-wide stop (``opi.interrupt._STOP``) for this test only: setting it
+    (``opi.interrupt.stop_requests()``) cannot end the waits of later tests."""
+    import threading
+
+    from opi import interrupt
+
+    event = threading.Event()
+    monkeypatch.setattr(interrupt, "_STOP", event)
+    return event
 
 
 @pytest.fixture(scope="session")
@@ -54,4 +68,9 @@ def long_article() -> str:
         paragraphs.append(" ".join(sentences))
     return "\n\n".join(paragraphs)
 
-from tests.retrievers.conftest import tiny_chunks  # noqa: E402,F401  (shared with test_combine)
+
+@pytest.fixture
+def tiny_chunks():
+    from tests.helpers.chunks import TINY_ARTICLE, make_chunks
+
+    return make_chunks(TINY_ARTICLE)

@@ -1,47 +1,122 @@
-"""Hydra's basic sweeper, composing each job once (``hydra/sweeper: opi``, the default in ``conf/config.yaml``).
+"""``hydra/sweeper: opi`` (the default in ``conf/config.yaml``): Hydra's basic sweep, composing each job once.
 
-Hydra's ``BasicSweeper`` composes every job of a batch to check it before launching any, and its launcher then
-composes each job again: 0.2-0.3 s a compose, twice per configuration. This sweeper keeps the checking pass, so a
-bad job still stops the sweep before the first one runs (one line, exit 2), and hands the configurations it composed
-to the launcher.
+Hydra's basic sweeper composes every job of a batch to check it before launching any, and its launcher then
+composes each job again: 0.2-0.3 s a compose, twice per configuration. This sweeper, written on Hydra's public
+plugin interfaces (``Sweeper``, ``Plugins``, ``ConfigLoader``), expands the sweep as the basic sweeper does
+(``hydra.sweeper.params`` first, then the command line; a key given twice keeps its last value), composes every
+job once to check it, so a bad job still stops the sweep before the first one runs (one line, exit 2), and gives the
+launcher -- any launcher: basic, joblib, submitit -- a config loader that hands back the configurations it composed.
 """
 
+import itertools
 import logging
 from dataclasses import dataclass
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Optional, Sequence
 
 from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.plugins import Plugins
 from hydra.errors import HydraException
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper, BasicSweeperConf
-
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext
+from omegaconf import DictConfig, OmegaConf
 
 log = logging.getLogger("opi")
 
 
-class ComposeOnceSweeper(BasicSweeper):
-    def setup(self, *, hydra_context: Any, task_function: Any, config: Any) -> None:
-        super().setup(hydra_context=hydra_context, task_function=task_function, config=config)
-        self._checked: dict[tuple[str, ...], Any] = {}
-        self._compose = hydra_context.config_loader.load_sweep_config
-        hydra_context.config_loader.load_sweep_config = self._load_sweep_config  # what the launcher calls
+@dataclass(frozen=True)
+class Sweep:
+    """The jobs of a sweep (each a list of overrides) and the swept keys that a later value replaced."""
 
-    def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
+    jobs: list[list[str]]
+    replaced: dict  # key -> (the earlier value, the value that replaced it)
+
+
+def expand(params: dict[str, str], arguments: Sequence[str], config_loader: Any = None) -> Sweep:
+    """The basic sweeper's Cartesian product of ``params`` (``hydra.sweeper.params``) and ``arguments`` (the
+    command line); ``config_loader`` expands ``glob()`` over a config group."""
+    parser = OverridesParser.create(config_loader=config_loader)
+    values: dict[str, list[str]] = {}
+    given: dict[str, str] = {}
+    replaced: dict[str, tuple[str, str]] = {}
+    for override in parser.parse_overrides([*(f"{k}={v}" for k, v in params.items()), *arguments]):
+        key = override.get_key_element()
+        if override.is_sweep_override():
+            if not override.is_discrete_sweep():
+                raise HydraException(f"the opi sweeper does not support sweep type {override.value_type.name}")
+            choices = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            choices = [f"{key}={override.get_value_element_as_str()}"]
+        text = override.input_line or choices[0]
+        if key in values and len(values[key]) > 1:
+            replaced[key] = (given[key], text)
+        values[key], given[key] = choices, text
+    return Sweep([list(job) for job in itertools.product(*values.values())], replaced)
+
+
+class ComposedOnce:
+    """A config loader that hands the launcher each configuration the sweeper composed (once), and passes
+    everything else to Hydra's own."""
+
+    def __init__(self, loader: Any, master: DictConfig):
+        self.loader = loader
+        self.master = master
+        self.checked: dict[tuple[str, ...], DictConfig] = {}
+
+    def load_sweep_config(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
+        kept = self.checked.pop(tuple(sweep_overrides), None) if master_config is self.master else None
+        return kept if kept is not None else self.loader.load_sweep_config(master_config, sweep_overrides)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "loader":  # copies (a launcher's worker processes) are built bare
+            raise AttributeError(name)
+        return getattr(self.loader, name)
+
+
+class ComposeOnceSweeper(Sweeper):
+    def __init__(self, max_batch_size: Optional[int] = None, params: Optional[dict[str, str]] = None):
+        self.max_batch_size = max_batch_size
+        self.params = dict(params or {})
+
+    def setup(self, *, hydra_context: HydraContext, task_function: Any, config: DictConfig) -> None:
+        self.config = config
+        self.loader = ComposedOnce(hydra_context.config_loader, config)
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=HydraContext(config_loader=self.loader, callbacks=hydra_context.callbacks),
+            task_function=task_function, config=config)
+
+    def sweep(self, arguments: list[str]) -> Any:
+        jobs = expand(self.params, arguments, self.loader.loader).jobs
+        sweep_dir = Path(self.config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        size = self.max_batch_size or len(jobs) or 1
+        returns, first = [], 0
+        for batch in (jobs[i:i + size] for i in range(0, len(jobs), size)):
+            self.check(batch)
+            results = self.launcher.launch(batch, initial_job_idx=first)
+            for result in results:
+                _ = result.return_value  # a failed job raises here, as with Hydra's basic sweeper
+            first += len(batch)
+            returns.append(results)
+        return returns
+
+    def check(self, batch: list[list[str]]) -> None:
         for overrides in batch:
             try:
-                self._checked[tuple(overrides)] = self._compose(self.config, list(overrides))
+                self.loader.checked[tuple(overrides)] = self.loader.loader.load_sweep_config(self.config,
+                                                                                             list(overrides))
             except HydraException as err:  # a mistyped value in a sweep: exit 2, as every other user error
                 log.error("cannot compose the configuration %s: %s", " ".join(overrides), err)
                 raise SystemExit(2) from None
 
-    def _load_sweep_config(self, master_config: Any, sweep_overrides: list[str]) -> Any:
-        # each checked configuration is handed over once: the launcher edits the one it receives
-        kept = self._checked.pop(tuple(sweep_overrides), None) if master_config is self.config else None
-        return kept if kept is not None else self._compose(master_config, sweep_overrides)
-
 
 @dataclass
-class ComposeOnceSweeperConf(BasicSweeperConf):
+class ComposeOnceSweeperConf:
     _target_: str = "hydra_plugins.opi_sweeper.ComposeOnceSweeper"
+    max_batch_size: Optional[int] = None
+    params: Optional[dict[str, str]] = None
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="opi", node=ComposeOnceSweeperConf, provider="opi")

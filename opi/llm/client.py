@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
 from opi.llm.cache import CallCache, call_key
-from opi.llm.faults import (  # noqa: F401  (LLMError, LLMInterrupted, redact_url, stop_requests: this module's API too)
-    LLMError, LLMInterrupted, backoff, count_retries, duration, exiting, pause, redact_url, retriable,
-    server_message, server_retry_after, status_reason, stop_requests)
+from opi.interrupt import exiting
+from opi.llm.faults import (LLMError, LLMInterrupted, backoff, count_retries, duration, pause, retriable,
+                            server_message, server_retry_after, status_reason)
+from opi.secrets import redact_url
 from opi.schemas import LLMConfig
 
 Parsed = TypeVar("Parsed")
@@ -138,7 +139,8 @@ class ChatClient:
         with self.usage.lock:
             self.usage.http_requests += 1
 
-    def _openai(self):
+    def openai(self):
+        """The underlying ``openai`` client (for the fine-tuning API), made once."""
         with self._client_lock:
             return self._make_openai()
 
@@ -193,7 +195,7 @@ class ChatClient:
         import openai
 
         settings, where = self.settings, self.where
-        client = self._openai()
+        client = self.openai()
         started = time.monotonic()
         deadline = None if settings.deadline is None else started + settings.deadline
         attempts, failure = 0, ""

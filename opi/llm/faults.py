@@ -1,23 +1,18 @@
 """What can go wrong talking to an LLM endpoint, and the waiting around it: the errors a user can fix, the retry
 schedule (exponential backoff with jitter, the server's ``Retry-After``), which statuses are worth a retry, how a
-fault is named in one line, URLs with credentials redacted for messages, and a process-wide stop that ends every
-wait when the process is exiting (SIGTERM, Ctrl-C)."""
+fault is named in one line, URLs with credentials redacted for messages, and waits that end when the process is exiting
+(``opi.interrupt``)."""
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import http
 import math
 import random
-import re
-import sys
-import threading
 import time
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from opi.interrupt import wait_or_stop
 
 INITIAL_BACKOFF, MAX_BACKOFF, MAX_RETRY_AFTER = 0.5, 8.0, 60.0  # seconds
-_SECRET_QUERY = re.compile(r"key|token|secret|password|sig|auth|code", re.IGNORECASE)
-_STOP = threading.Event()  # set by stop_requests(): every wait of every client ends
 
 
 class LLMError(RuntimeError):
@@ -28,62 +23,10 @@ class LLMInterrupted(LLMError):
     """The process is exiting (SIGTERM, Ctrl-C): requests still waiting were abandoned."""
 
 
-def redact_url(url: str | None) -> str:
-    """``url`` fit for a log line: credentials in it (``user:password@``, ``?api-key=...``) replaced by ``***``."""
-    if not url:
-        return "api.openai.com"
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable llm.base_url>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = parts.query
-    if query:
-        query = urlencode([(k, "***" if _SECRET_QUERY.search(k) else v)
-                           for k, v in parse_qsl(query, keep_blank_values=True)], safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def stop_requests() -> None:
-    """End every wait of every client in this process (backoff sleeps, ``complete_many``): for a signal handler
-    or an exit hook. The clients raise ``LLMInterrupted``; requests in flight are abandoned to daemon threads."""
-    _STOP.set()
-
-
-def exiting() -> bool:
-    """Is this process on its way out? ``stop_requests()`` was called or -- seen from another thread -- the main
-    thread is unwinding a ``SystemExit``, ``KeyboardInterrupt`` or similar (SIGTERM turned into ``sys.exit``,
-    Ctrl-C) while it waits for this one (e.g. a task runner joining its threads). A main thread that simply returned
-    is not a reason: non-daemon threads may go on working after it."""
-    if _STOP.is_set():
-        return True
-    main = threading.main_thread()
-    if threading.current_thread() is main:
-        return False  # the signal's exception is raised in this very thread
-    current = getattr(sys, "_current_exceptions", None)
-    if current is None:
-        return False
-    try:
-        handled = current().get(main.ident)
-    except Exception:  # a private CPython helper: never let it break a request
-        return False
-    if isinstance(handled, tuple):  # Python < 3.12: (type, value, traceback)
-        handled = handled[1]
-    # SystemExit, KeyboardInterrupt, an orchestrator's own signal exception (Prefect's TerminationSignal): the
-    # BaseExceptions that end a program, not those that end a generator or an asyncio task
-    return isinstance(handled, BaseException) and not isinstance(handled, (Exception, GeneratorExit,
-                                                                            asyncio.CancelledError))
-
-
 def pause(seconds: float) -> None:
     """Sleep ``seconds``, ending early (``LLMInterrupted``) when the process is exiting."""
-    end = time.monotonic() + seconds
-    while (left := end - time.monotonic()) > 0:
-        if exiting():
-            raise LLMInterrupted("stopped: the process is exiting")
-        _STOP.wait(min(left, 0.2))
+    if not wait_or_stop(seconds):
+        raise LLMInterrupted("stopped: the process is exiting")
 
 
 def count_retries(count: int) -> str:

@@ -1,4 +1,4 @@
-"""One configuration's numbers, from its per-example rows (``opi.pipeline.prediction_rows``): what every run logs
+"""One configuration's numbers, from its per-example rows (``opi.predictions.prediction_rows``): what every run logs
 and what the sweep report tabulates, computed in this one place.
 
 - headline BERTSim, LRCR and OPI at each β (Formula 3 and the mean of per-relation OPIs), ``opi`` at the chosen β;
@@ -52,7 +52,10 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
     if len(labelled) < len(rows):
         metrics.update(bertsim=bertsim(rows["similarity"].tolist()), n_examples=float(len(rows)),
                        gold_relations_missing=float(len(rows) - len(labelled)))
-    for name, interval in confidence_intervals(labelled, beta, confidence, resamples, seed).items():
+    intervals = confidence_intervals(labelled, beta, confidence, resamples, seed)
+    if len(labelled) < len(rows):  # BERTSim is over every row: so is its interval (missing relations one stratum)
+        intervals.update(confidence_intervals(rows, beta, confidence, resamples, seed, metrics=("bertsim",)))
+    for name, interval in intervals.items():
         metrics[f"{name}_ci_low"], metrics[f"{name}_ci_high"] = interval.low, interval.high
     for record in table.to_dict("records"):
         for key, value in record.items():

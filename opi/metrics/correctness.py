@@ -124,9 +124,3 @@ class AnswerCorrectness:
             tp, fp, fn = counts
         f1 = f1_from_counts(tp, fp, fn)
         return Correctness(blend(f1, similarity, self.weights, self.threshold), f1, similarity, tp, fp, fn)
-
-
-def mean_score(results: Sequence[Correctness]) -> tuple[float | None, int]:
-    """Mean over scored examples and the number of failures (None when nothing could be scored)."""
-    scores = [r.score for r in results if r.score is not None]
-    return (sum(scores) / len(scores) if scores else None), sum(r.score is None for r in results)

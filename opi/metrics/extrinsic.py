@@ -81,11 +81,6 @@ def scores_by_configuration(scores: pd.DataFrame, key: pd.DataFrame) -> pd.DataF
     return key.merge(scores, on="id", validate="many_to_one")[["example_id", "configuration", "score"]]
 
 
-def configuration_means(scores: pd.DataFrame, column: str = "score") -> pd.Series:
-    """Mean score per configuration, best first."""
-    return scores.groupby("configuration")[column].mean().sort_values(ascending=False, kind="stable")
-
-
 def parse_judgement(reply: str) -> int | None:
     import re
 

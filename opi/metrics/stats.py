@@ -34,9 +34,8 @@ class Scorer:
     def __init__(self, rows: pd.DataFrame, beta: float = 1.0, positions: np.ndarray | None = None):
         self.similarity = rows["similarity"].to_numpy(dtype=float)
         self.correct = (rows["relation"] == rows["predicted_relation"]).to_numpy(dtype=float)
-        self.relations = rows["relation"].to_numpy() if positions is None else np.asarray(positions)
-        groups = pd.unique(self.relations)
-        self.onehot = (self.relations[:, None] == groups[None, :]).astype(float)  # positions x relations
+        self.relations = strata(rows["relation"].to_numpy() if positions is None else np.asarray(positions))
+        self.onehot = (self.relations[:, None] == np.unique(self.relations)[None, :]).astype(float)  # positions x strata
         self.counts = self.onehot.sum(axis=0)
         self.beta = beta
 
@@ -51,12 +50,19 @@ class Scorer:
         return np.asarray(opi(b, l_, self.beta))
 
 
+def strata(relations: np.ndarray) -> np.ndarray:
+    """Each position's stratum as an integer code, in order of first appearance; a missing relation (None or NaN)
+    is one stratum of its own (NaN never equals itself, so comparing labels would leave such rows out)."""
+    return pd.factorize(pd.Series(relations, dtype=object), use_na_sentinel=False)[0]
+
+
 def stratified_draws(relations: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     """``resamples`` x n indices: position i draws, with replacement, among the examples of i's relation."""
     rng = np.random.default_rng(seed)
+    codes = strata(relations)
     draws = np.empty((resamples, len(relations)), dtype=int)
-    for relation in pd.unique(relations):
-        members = np.flatnonzero(relations == relation)
+    for stratum in np.unique(codes):
+        members = np.flatnonzero(codes == stratum)
         draws[:, members] = rng.choice(members, size=(resamples, len(members)), replace=True)
     return draws
 

@@ -2,18 +2,21 @@
 
 A ``Ranking`` is the same shape for every retriever and for fusions of them, so combination and IR metrics are
 pure functions over it (the BEIR pattern). Rankings are in rank order; for MMR the order, not the score, is what
-counts.
+counts. A retriever ranks to the ``depth`` it is asked for (the deepest cut a run needs) and never cuts to its own
+``k``: ``Ranking.top`` is the one cut, applied by the run to each member at its ``k`` and to a fusion at the
+combination's ``k``. One ranking therefore serves every ``k`` (``-m retriever.k=2,4,8`` ranks once).
 
 A retriever is a dataclass: its fields are its settings (``conf/retriever/<name>.yaml`` names the class with
 ``_target_``; ``opi.components`` derives the config schema from the fields), ``__post_init__`` checks them, and
-``embedder`` is the one resource it may be given. A retriever of your own is a subclass in any importable module:
+``embedder`` is the one resource it may be given. A retriever of your own is a subclass in any importable module
+that implements ``score`` (one score per chunk, higher is better) or ``rank``:
 ``opi-eval retriever=custom retriever._target_=my_pkg.MyRetriever``.
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -26,13 +29,24 @@ class Ranking:
     scores: tuple[float, ...]
 
     def top(self, k: int | None) -> "Ranking":
+        """The first ``k`` chunks (all of them for ``None``): the one cut of a ranking."""
         return self if k is None else Ranking(self.chunk_ids[:k], self.scores[:k])
 
+    @classmethod
+    def from_order(cls, order: Sequence[int], scores: Sequence[float] | np.ndarray, depth: int) -> "Ranking":
+        """The first ``depth`` chunks of ``order`` with their scores (``scores`` indexed by chunk id)."""
+        chosen = [int(i) for i in order[:depth]]
+        return cls(tuple(chosen), tuple(float(scores[i]) for i in chosen))
 
-def top_k(scores: np.ndarray, k: int) -> Ranking:
-    """Highest scores first; ties go to the earlier chunk (stable), so rankings are deterministic."""
-    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")[:k]
-    return Ranking(tuple(int(i) for i in order), tuple(float(scores[i]) for i in order))
+    @classmethod
+    def from_scores(cls, scores: np.ndarray, depth: int) -> "Ranking":
+        """Highest scores first; ties go to the earlier chunk (stable), so rankings are deterministic."""
+        return cls.from_order(np.argsort(-np.asarray(scores, dtype=float), kind="stable"), scores, depth)
+
+    @classmethod
+    def by_position(cls, chunk_ids: Sequence[int]) -> "Ranking":
+        """A ranking known only by its order (random, oracle, a LangChain retriever): score 1/rank."""
+        return cls(tuple(int(i) for i in chunk_ids), tuple(1.0 / (r + 1) for r in range(len(chunk_ids))))
 
 
 @dataclass
@@ -40,24 +54,31 @@ class Retriever(ABC):
     """Ranks the chunks of one article for many questions at once (the index is built once per article)."""
 
     name: str = "retriever"  # how runs and reports show it
-    k: int = 4  # chunks returned per question (LangChain's default, the paper's setting)
+    k: int = 4  # chunks handed on per question (LangChain's default, the paper's setting)
     embedder: Any = field(default=None, repr=False, compare=False)
+    # k is applied after ranking (Ranking.top) and name only labels runs: a ranking depends on neither, so a cache
+    # of rankings leaves them out of its key and one ranking serves -m retriever.k=2,4,8
+    excluded_from_keys: ClassVar[tuple[str, ...]] = ("k", "name")
 
     def __post_init__(self):
         if not isinstance(self.k, int) or self.k < 1:
             raise ValueError(f"k must be >= 1, got {self.k}")
 
-    @abstractmethod
-    def rank(self, questions: list[str], chunks: list[Chunk]) -> list[Ranking]:
-        """One ranking of at most ``k`` chunk ids per question."""
+    def score(self, questions: list[str], chunks: list[Chunk]) -> np.ndarray:
+        """One row of chunk scores per question (higher is better); or override ``rank``."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither score() nor rank()")
+
+    def rank(self, questions: list[str], chunks: list[Chunk], depth: int) -> list[Ranking]:
+        """One ranking of at most ``depth`` chunk ids per question."""
+        return [Ranking.from_scores(row, depth) for row in self.score(questions, chunks)]
 
     def prepare(self, questions: list[str], chunks: list[Chunk]) -> None:
         """Work worth doing once for all the questions and indexes of a run, before they are ranked index by index
         (retrievers that embed: one model call)."""
 
-    def rank_examples(self, examples: list, chunks: list[Chunk]) -> list[Ranking]:
+    def rank_examples(self, examples: list, chunks: list[Chunk], depth: int) -> list[Ranking]:
         """One ranking per example; retrievers that need more than the question (the oracle) override it."""
-        return self.rank([e.question for e in examples], chunks)
+        return self.rank([e.question for e in examples], chunks, depth)
 
     def _require_embedder(self):
         if self.embedder is None:

@@ -16,25 +16,24 @@ from opi.retrievers.base import Ranking, Retriever
 
 @dataclass
 class RandomRetriever(Retriever):
-    """k chunks drawn at random, the same for the same (seed, question, chunks) in every run."""
+    """Chunks drawn at random, the same for the same (random_seed, question, chunks) in every run."""
 
     bound: ClassVar[str] = "lower"
     name: str = "Random"
-    seed: int = 0
+    random_seed: int = 0  # a setting of its own: `seed` is the run's, which components receive as a resource
 
-    def rank(self, questions, chunks):
+    def rank(self, questions, chunks, depth):
         rankings = []
         for question in questions:
-            digest = hashlib.sha256(f"{self.seed}\0{question}\0{len(chunks)}".encode()).digest()
+            digest = hashlib.sha256(f"{self.random_seed}\0{question}\0{len(chunks)}".encode()).digest()
             rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
-            ids = rng.permutation(len(chunks))[: self.k]
-            rankings.append(Ranking(tuple(int(i) for i in ids), tuple(1.0 / (r + 1) for r in range(len(ids)))))
+            rankings.append(Ranking.by_position(rng.permutation(len(chunks))[:depth]))
         return rankings
 
 
 @dataclass
 class OracleRetriever(Retriever):
-    """The fewest chunks (at most k) that hold an example's gold evidence, chosen greedily: the chunk holding the
+    """The fewest chunks that hold an example's gold evidence, chosen greedily: the chunk holding the
     most evidence pieces first. A piece no chunk holds whole is credited to the chunk sharing most of its content
     words. Needs examples with evidence; an example without any gets no chunk."""
 
@@ -42,24 +41,24 @@ class OracleRetriever(Retriever):
     needs_evidence: ClassVar[bool] = True
     name: str = "Oracle"
 
-    def rank(self, questions, chunks):
+    def rank(self, questions, chunks, depth):
         raise ValueError("the oracle retriever ranks examples (it needs their gold evidence): use rank_examples")
 
-    def rank_examples(self, examples, chunks: list[Chunk]) -> list[Ranking]:
+    def rank_examples(self, examples, chunks: list[Chunk], depth: int) -> list[Ranking]:
         texts = [normalized(c.text) for c in chunks]
         rankings = []
         for example in examples:
             holders = [self._holders(piece, texts, chunks) for piece in example.evidence]
             chosen: list[int] = []
             uncovered = set(range(len(holders)))
-            while uncovered and len(chosen) < self.k:
+            while uncovered and len(chosen) < depth:  # greedy: the first k picks are the picks of k
                 gains = {c: sum(c in holders[p] for p in uncovered) for c in range(len(chunks)) if c not in chosen}
                 best = max(gains, key=lambda c: (gains[c], -c)) if gains else None
                 if best is None or gains[best] == 0:
                     break
                 chosen.append(best)
                 uncovered -= {p for p in uncovered if best in holders[p]}
-            rankings.append(Ranking(tuple(chosen), tuple(1.0 / (r + 1) for r in range(len(chosen)))))
+            rankings.append(Ranking.by_position(chosen))
         return rankings
 
     @staticmethod

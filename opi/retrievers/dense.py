@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 
 from opi.chunking import Chunk
-from opi.retrievers.base import Ranking, Retriever, top_k
+from opi.retrievers.base import Ranking, Retriever
 
 
 @dataclass
@@ -28,9 +28,9 @@ class _EmbeddingRetriever(Retriever):
         return (embedder.encode(questions, normalize=self.normalize),
                 embedder.encode([c.text for c in chunks], normalize=self.normalize))
 
-    def rank(self, questions, chunks):
+    def score(self, questions, chunks):
         q, d = self._vectors(questions, chunks)
-        return [top_k(row, self.k) for row in q @ d.T]
+        return q @ d.T
 
 
 @dataclass
@@ -57,14 +57,14 @@ class MMRRetriever(_EmbeddingRetriever):
         if not 0.0 <= self.lambda_mult <= 1.0:
             raise ValueError(f"lambda_mult must be in [0, 1], got {self.lambda_mult}")
 
-    def rank(self, questions, chunks):
+    def rank(self, questions, chunks, depth):
         from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
         q, d = self._vectors(questions, chunks)
         rankings = []
         for query, sims in zip(q, q @ d.T):
-            candidates = top_k(sims, self.fetch_k).chunk_ids
-            picked = maximal_marginal_relevance(query, d[list(candidates)], lambda_mult=self.lambda_mult, k=self.k)
-            ids = tuple(candidates[i] for i in picked)
-            rankings.append(Ranking(ids, tuple(float(sims[i]) for i in ids)))
+            candidates = Ranking.from_scores(sims, self.fetch_k).chunk_ids
+            # greedy: the first k picks of a deeper selection are the picks of a selection of k
+            picked = maximal_marginal_relevance(query, d[list(candidates)], lambda_mult=self.lambda_mult, k=depth)
+            rankings.append(Ranking.from_order([candidates[i] for i in picked], sims, depth))
         return rankings

@@ -7,18 +7,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from opi.retrievers.base import Retriever, top_k
+from opi.retrievers.base import Retriever
 
 
 @dataclass
 class EDIRetriever(Retriever):
     name: str = "EDI"
 
-    def rank(self, questions, chunks):
+    def score(self, questions, chunks):
         from sklearn.feature_extraction.text import CountVectorizer
         from sklearn.metrics.pairwise import euclidean_distances
 
         vectorizer = CountVectorizer()
         matrix = vectorizer.fit_transform([c.text for c in chunks])
         distances = euclidean_distances(vectorizer.transform(questions), matrix)
-        return [top_k(-row, self.k) for row in distances]
+        return -distances  # the nearest chunk first

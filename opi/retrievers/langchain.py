@@ -39,24 +39,21 @@ class LangChainRetriever(Retriever):
         if (self.factory is None) == (self.vectorstore is None):
             raise ValueError("give exactly one of factory (a retriever factory) or vectorstore (a VectorStore class)")
 
-    def build(self, documents: list[Document]) -> BaseRetriever:
+    def build(self, documents: list[Document], depth: int) -> BaseRetriever:
         from hydra.utils import get_object
 
         def resolve(target):
             return get_object(target) if isinstance(target, str) else target
 
         if self.factory is not None:
-            return resolve(self.factory)(documents, **{"k": self.k, **self.options})
+            return resolve(self.factory)(documents, **{"k": depth, **self.options})
         store = resolve(self.vectorstore).from_documents(documents, embedding=self._require_embedder())
-        return store.as_retriever(search_type=self.search_type, search_kwargs={"k": self.k, **self.options})
+        return store.as_retriever(search_type=self.search_type, search_kwargs={"k": depth, **self.options})
 
-    def rank(self, questions, chunks):
-        retriever = self.build(chunk_documents(chunks))
-        rankings = []
-        for question in questions:
-            ids = tuple(d.metadata["chunk_idx"] for d in retriever.invoke(question))[: self.k]
-            rankings.append(Ranking(ids, tuple(1.0 / (r + 1) for r in range(len(ids)))))
-        return rankings
+    def rank(self, questions, chunks, depth):
+        retriever = self.build(chunk_documents(chunks), depth)
+        return [Ranking.by_position([d.metadata["chunk_idx"] for d in retriever.invoke(question)][:depth])
+                for question in questions]
 
 
 class OPIRetriever(BaseRetriever):
@@ -66,7 +63,7 @@ class OPIRetriever(BaseRetriever):
     chunks: list
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        (ranking,) = self.retriever.rank([query], self.chunks)
+        (ranking,) = self.retriever.rank([query], self.chunks, self.retriever.k)
         documents = chunk_documents(self.chunks)
         return [documents[i] for i in ranking.chunk_ids]
 

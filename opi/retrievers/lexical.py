@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from opi.chunking import Chunk
-from opi.retrievers.base import Ranking, Retriever, top_k
+from opi.retrievers.base import Ranking, Retriever
 
 _WORD = re.compile(r"\w+")
 
@@ -41,7 +41,7 @@ class BM25Retriever(Retriever):
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {sorted(TOKENIZERS)}, got {self.tokenizer!r}")
 
-    def rank(self, questions, chunks: list[Chunk]):
+    def rank(self, questions, chunks: list[Chunk], depth):
         from rank_bm25 import BM25Okapi
 
         tokens = TOKENIZERS[self.tokenizer]
@@ -49,8 +49,8 @@ class BM25Retriever(Retriever):
         rankings = []
         for question in questions:
             scores = index.get_scores(tokens(question))
-            order = np.argsort(scores)[::-1][: self.k]  # rank_bm25's get_top_n, which LangChain calls
-            rankings.append(Ranking(tuple(int(i) for i in order), tuple(float(scores[i]) for i in order)))
+            # rank_bm25's get_top_n order (which LangChain calls), ties included
+            rankings.append(Ranking.from_order(np.argsort(scores)[::-1], scores, depth))
         return rankings
 
 
@@ -58,11 +58,10 @@ class BM25Retriever(Retriever):
 class TFIDFRetriever(Retriever):
     name: str = "TF-IDF"
 
-    def rank(self, questions, chunks: list[Chunk]):
+    def score(self, questions, chunks: list[Chunk]):
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.metrics.pairwise import cosine_similarity
 
         vectorizer = TfidfVectorizer()
         matrix = vectorizer.fit_transform([c.text for c in chunks])
-        sims = cosine_similarity(vectorizer.transform(questions), matrix)
-        return [top_k(row, self.k) for row in sims]
+        return cosine_similarity(vectorizer.transform(questions), matrix)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from opi.retrievers.base import Retriever, top_k
+from opi.retrievers.base import Retriever
 
 
 @dataclass
@@ -24,13 +24,13 @@ class SVMRetriever(Retriever):
         if self.C <= 0:
             raise ValueError(f"C must be > 0, got {self.C}")
 
-    def rank(self, questions, chunks):
+    def score(self, questions, chunks):
         from sklearn.svm import LinearSVC
 
         embedder = self._require_embedder()
         q = embedder.encode(questions, normalize=False)
         d = embedder.encode([c.text for c in chunks], normalize=False)
-        rankings = []
+        scores = []
         for query in q:
             x = np.vstack([query[None, :], d])
             y = np.zeros(len(x))
@@ -38,5 +38,5 @@ class SVMRetriever(Retriever):
             clf = LinearSVC(class_weight="balanced", C=self.C, max_iter=self.max_iter, tol=self.tol,
                             random_state=self.random_state)
             clf.fit(x, y)
-            rankings.append(top_k(clf.decision_function(d), self.k))
-        return rankings
+            scores.append(clf.decision_function(d))
+        return np.array(scores)

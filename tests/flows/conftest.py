@@ -1,7 +1,7 @@
 import mlflow
 import pytest
 
-from tests.cli import run_cli
+from tests.helpers.cli import run_cli
 
 
 @pytest.fixture(scope="session")
@@ -9,7 +9,7 @@ def finished_sweep(tmp_path_factory):
     """A finished smoke sweep (kNN and BM25 on 3 bundled examples) in its own MLflow store, shared read-mostly by
     the tests that start from a sweep's results: (folder, tracking uri, parent run id, experiment id)."""
     folder = tmp_path_factory.mktemp("sweep")
-    run_cli("flows.evaluate", folder, "experiment=smoke", "dataset.limit=3")
+    run_cli("flows.cli.evaluate", folder, "experiment=smoke", "dataset.limit=3")
     uri = f"sqlite:///{folder}/mlflow.db"
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("opi")

@@ -8,9 +8,9 @@ import pytest
 
 from opi.data import load_examples
 from opi.schemas import DatasetConfig
-from tests.cli import run_cli
-from tests.fake_openai import FakeOpenAI
-from tests.flows.test_mlflow_ui import free_port
+from tests.helpers.cli import run_cli
+from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.cli import free_port
 
 GOOD = load_examples(DatasetConfig(kind="bundled", limit=3))[0]
 
@@ -58,7 +58,7 @@ def test_bad_data_is_named_before_any_work(tmp_path, case):
     contents, overrides, expected = DATA_CASES[case]
     path = tmp_path / "data.jsonl"
     path.write_bytes(contents if isinstance(contents, bytes) else contents.encode())
-    output = run_cli("flows.evaluate", tmp_path, "dataset=table", f"dataset.path={path}", *overrides, expect=2)
+    output = run_cli("flows.cli.evaluate", tmp_path, "dataset=table", f"dataset.path={path}", *overrides, expect=2)
     assert expected in output and "data.jsonl" in output, output[-2000:]
     assert not (tmp_path / "cache").exists()  # stopped before the first stage: no stage result, no lock
     no_traceback(output)
@@ -69,7 +69,7 @@ def test_label_file_that_does_not_match(tmp_path):
         tmp_path / "test.parquet")
     pd.DataFrame({"row": [1, 2, 9], "relation": [e.relation for e in GOOD]}).to_csv(tmp_path / "labels.csv",
                                                                                     index=False)
-    output = run_cli("flows.evaluate", tmp_path, "dataset=rag12000", f"dataset.path={tmp_path}/test.parquet",
+    output = run_cli("flows.cli.evaluate", tmp_path, "dataset=rag12000", f"dataset.path={tmp_path}/test.parquet",
                      f"dataset.labels_path={tmp_path}/labels.csv", "dataset.label_join=row", expect=2)
     assert "labels.csv: 1 label(s) name no example" in output
     no_traceback(output)
@@ -78,23 +78,23 @@ def test_label_file_that_does_not_match(tmp_path):
 @pytest.mark.parametrize("case", list(CONFIG_CASES))
 def test_bad_config_fails_at_compose_time(tmp_path, case):
     overrides, expected = CONFIG_CASES[case]
-    output = run_cli("flows.evaluate", tmp_path, *overrides, expect=None)
+    output = run_cli("flows.cli.evaluate", tmp_path, *overrides, expect=None)
     assert expected in output
     assert "bundled dataset" not in output  # nothing was loaded
     no_traceback(output)
 
 
 @pytest.mark.parametrize("case, expected", [
-    ("unreachable endpoint", "cannot reach"),
+    pytest.param("unreachable endpoint", "cannot reach", marks=pytest.mark.slow),
     ("wrong API key", "refused the API key (401): check OPENAI_API_KEY"),
-    ("unknown model", "does not know model 'gpt-9' (404): check llm.model"),
+    pytest.param("unknown model", "does not know model 'gpt-9' (404): check llm.model", marks=pytest.mark.slow),
 ])
 def test_llm_endpoint_problems_stop_the_run_with_what_to_fix(tmp_path, case, expected):
     with FakeOpenAI(known_models={"fake"}, api_key="right-key") as server:
         base_url = f"http://127.0.0.1:{free_port()}/v1" if case == "unreachable endpoint" else server.base_url
         key = "wrong-key" if case == "wrong API key" else "right-key"
         model = "gpt-9" if case == "unknown model" else "fake"
-        output = run_cli("flows.evaluate", tmp_path, "llm=openai-compatible", f"llm.base_url={base_url}",
+        output = run_cli("flows.cli.evaluate", tmp_path, "llm=openai-compatible", f"llm.base_url={base_url}",
                          f"llm.model={model}", "llm.max_retries=0", "dataset.limit=2",
                          env={"OPENAI_API_KEY": key}, expect=2)
     assert expected in output, output[-2000:]

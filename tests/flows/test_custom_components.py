@@ -2,16 +2,16 @@
 combinations, with no change to OPI."""
 import json
 import os
-from pathlib import Path
 
 import mlflow
 import pandas as pd
 import pytest
 
-from tests.cli import run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import ROOT as REPOSITORY
 
-LEAD = "tests.flows.custom_components.LeadRetriever"
-ROOT = str(Path(__file__).resolve().parents[2])
+LEAD = "tests.helpers.components.LeadRetriever"
+ROOT = str(REPOSITORY)
 
 
 def children(tmp_path):
@@ -29,9 +29,9 @@ def predictions(client, run, tmp_path):
 def test_a_custom_retriever_runs_alone_and_in_a_and_s_combinations(tmp_path):
     env = {"PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
     common = ["dataset.limit=6", "classifier.folds=2", "report.enabled=false"]
-    run_cli("flows.evaluate", tmp_path, "retriever=custom", f"retriever._target_={LEAD}", "retriever.k=5",
+    run_cli("flows.cli.evaluate", tmp_path, "retriever=custom", f"retriever._target_={LEAD}", "retriever.k=5",
             "+retriever.skip=1", *common, env=env)
-    run_cli("flows.evaluate", tmp_path, "-m", "combination=a_two,s_two", "combination.members=[knn,lead]",
+    run_cli("flows.cli.evaluate", tmp_path, "-m", "combination=a_two,s_two", "combination.members=[knn,lead]",
             "+retriever@retrievers.lead=custom", f"retrievers.lead._target_={LEAD}", *common, env=env)
     client, runs = children(tmp_path)
     assert set(runs) == {"Lead", "A-Two", "S-Two"}

@@ -13,13 +13,13 @@ import mlflow
 import pandas as pd
 import pytest
 
-from flows.entry import EXIT_USER_ERROR, run_or_explain
-from flows.report import sweep_incomplete
+from flows.run.errors import EXIT_USER_ERROR, run_or_explain
+from flows.tracking.sweeps import sweep_incomplete
 from opi.data import load_examples
 from opi.schemas import DatasetConfig
-from tests.cli import processes_with_env, run_cli
-from tests.flows.test_mlflow_ui import free_port
-from tests.flows.test_reliability import start_cli, wait_for
+from tests.helpers.cli import processes_with_env, run_cli
+from tests.helpers.cli import free_port
+from tests.helpers.cli import start_cli, wait_for
 
 GOOD = load_examples(DatasetConfig(kind="bundled", name="deeplogic-130", limit=3))[0]
 RECORDS = [{"id": e.id, "context": e.context, "question": e.question, "answer": e.answer, "relation": e.relation}
@@ -54,15 +54,16 @@ def write_case(tmp_path, case: str):
                                   "a folder as dataset.path", "a parquet file that is not parquet"])
 def test_data_that_cannot_be_read_is_one_line(tmp_path, case):
     path, expected = write_case(tmp_path, case)
-    output = run_cli("flows.evaluate", tmp_path, "dataset=table", f"dataset.path={path}", expect=EXIT_USER_ERROR)
+    output = run_cli("flows.cli.evaluate", tmp_path, "dataset=table", f"dataset.path={path}", expect=EXIT_USER_ERROR)
     one_line(output, expected)
     assert not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 def test_a_parquet_evidence_list_column_is_read_item_by_item(tmp_path):
     frame = pd.DataFrame([{**r, "evidence": [r["answer"][:40], r["context"][:30]]} for r in RECORDS])
     frame.to_parquet(tmp_path / "data.parquet")
-    output = run_cli("flows.evaluate", tmp_path, "dataset=table", f"dataset.path={tmp_path}/data.parquet",
+    output = run_cli("flows.cli.evaluate", tmp_path, "dataset=table", f"dataset.path={tmp_path}/data.parquet",
                      "report.enabled=false")
     assert "BERTSim" in output
     (run,) = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db").search_runs(["1"])
@@ -80,7 +81,7 @@ def test_a_store_that_cannot_be_written_is_one_line_before_the_data_is_read(tmp_
     blocker.write_text("not a folder")
     where, override = STORES[case]
     overrides, env = ([override.format(blocker)], None) if override else ([], {"PREFECT_HOME": f"{blocker}/prefect"})
-    output = run_cli("flows.evaluate", tmp_path, "dataset.limit=2", *overrides, env=env, expect=EXIT_USER_ERROR)
+    output = run_cli("flows.cli.evaluate", tmp_path, "dataset.limit=2", *overrides, env=env, expect=EXIT_USER_ERROR)
     one_line(output, f"cannot write results: {where}: {blocker} is a file, not a folder")
     assert "rows read" not in output and "Warning" not in output
 
@@ -100,13 +101,13 @@ def test_a_full_disk_during_the_work_is_one_line_and_exit_2(caplog):
 
 def test_an_unreachable_prefect_api_is_one_line(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/api"
-    output = run_cli("flows.evaluate", tmp_path, "dataset.limit=2", env={"PREFECT_API_URL": url},
+    output = run_cli("flows.cli.evaluate", tmp_path, "dataset.limit=2", env={"PREFECT_API_URL": url},
                      expect=EXIT_USER_ERROR)
     one_line(output, f"Prefect problem: Prefect's API at {url} (PREFECT_API_URL) does not answer")
 
 
 def test_an_unknown_config_option_exits_2(tmp_path):
-    output = run_cli("flows.evaluate", tmp_path, "retriever=bm26", expect=EXIT_USER_ERROR)
+    output = run_cli("flows.cli.evaluate", tmp_path, "retriever=bm26", expect=EXIT_USER_ERROR)
     assert "Could not find 'retriever/bm26'" in output and "Traceback" not in output
 
 
@@ -121,7 +122,7 @@ def test_the_next_run_stops_a_prefect_server_a_killed_run_left_behind(tmp_path):
     time.sleep(1)
     left = servers()
     assert left, "the killed run's server should be orphaned (the precondition of this test)"
-    output = run_cli("flows.evaluate", tmp_path, "dataset.limit=2", "report.enabled=false")  # asserts no leftovers
+    output = run_cli("flows.cli.evaluate", tmp_path, "dataset.limit=2", "report.enabled=false")  # asserts no leftovers
     assert "stopped 1 Prefect server(s) left running by an earlier, killed run" in output
     assert not [pid for pid in left if os.path.exists(f"/proc/{pid}")]
 
@@ -154,12 +155,12 @@ def test_a_killed_sweep_is_reported_as_incomplete():
 
 
 def test_credentials_in_the_llm_url_reach_no_file_and_no_log_line(tmp_path):
-    from tests.fake_openai import FakeOpenAI
+    from tests.helpers.fake_openai import FakeOpenAI
 
     marker = "sk-opi-url-marker-4712"
     with FakeOpenAI() as server:
         url = server.base_url.replace("http://", f"http://opi-user:{marker}@") + f"?api-key={marker}"
-        log = run_cli("flows.evaluate", tmp_path, "-m", "setup=knn", "llm=openai-compatible", f"llm.base_url='{url}'",
+        log = run_cli("flows.cli.evaluate", tmp_path, "-m", "setup=knn", "llm=openai-compatible", f"llm.base_url='{url}'",
                       "llm.model=fake", "dataset.limit=2", "report.enabled=false", env={"OPENAI_API_KEY": "k"})
         assert server.arrivals, "the run did not call the endpoint"
     assert marker not in log and "http://***@127.0.0.1" in log

@@ -7,12 +7,12 @@ import pytest
 
 from opi.llm import local_server
 from opi.relations import load_relation_set
-from tests.cli import run_cli
-from tests.fake_openai import FakeOpenAI
+from tests.helpers.cli import run_cli
+from tests.helpers.fake_openai import FakeOpenAI
 
 
 def opi_eval(tmp_path: Path, *overrides: str, cache: str = "cache", env: dict | None = None) -> str:
-    return run_cli("flows.evaluate", tmp_path, *overrides, cache=cache, env=env)
+    return run_cli("flows.cli.evaluate", tmp_path, *overrides, cache=cache, env=env)
 
 
 def child_runs(tmp_path: Path) -> pd.DataFrame:
@@ -80,6 +80,7 @@ def test_local_smollm2_scores_answer_correctness_and_judge(tmp_path):
         assert run["metrics.correctness"] == pytest.approx(scored.mean())
 
 
+@pytest.mark.slow
 def test_answer_correctness_and_judge_are_logged_with_their_failure_counts(tmp_path):
     with FakeOpenAI() as server:
         opi_eval(tmp_path, "llm=openai-compatible", f"llm.base_url={server.base_url}", "llm.model=fake",

@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,9 +16,10 @@ from pathlib import Path
 import mlflow
 import pytest
 
-from tests.cli import run_cli
+from tests.helpers.cli import free_port, run_cli
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -38,17 +38,11 @@ def chromium() -> str:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def paper_sweep(tmp_path_factory):
     """The paper grid (13 configurations) on two bundled examples, and the log its sweep printed."""
     folder = tmp_path_factory.mktemp("paper-sweep")
-    log = run_cli("flows.evaluate", folder, "experiment=paper_grid", "dataset.limit=2", "classifier.folds=2",
+    log = run_cli("flows.cli.evaluate", folder, "experiment=paper_grid", "dataset.limit=2", "classifier.folds=2",
                   "report.enabled=false")
     uri = f"sqlite:///{folder}/mlflow.db"
     client = mlflow.MlflowClient(uri)

@@ -3,38 +3,14 @@ safely, and servers the tool starts listen on 127.0.0.1 only and stop on Ctrl-C.
 import os
 import re
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import mlflow
 import pytest
 
 from opi.llm import local_server
-from tests.cli import cli_command, processes_with_env, run_cli, cli_environment
-from tests.fake_openai import FakeOpenAI
-
-
-def start_cli(folder: Path, *overrides: str, env: dict | None = None, default_folders: bool = False
-              ) -> tuple[subprocess.Popen, Path]:
-    """Like tests.cli.run_cli, but returns the running process (its own session, so the test can kill it all)."""
-    log = folder / f"started-{len(list(folder.glob('started-*.log')))}.log"
-    command = cli_command("flows.evaluate", folder, *overrides, default_folders=default_folders)
-    environment = cli_environment(folder, env)
-    # Ctrl-C as from a terminal: a test run started in the background by a non-interactive shell (`pytest &`)
-    # inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler in the command
-    process = subprocess.Popen(command, stdout=open(log, "w"), stderr=subprocess.STDOUT, env=environment, cwd=folder,
-                               stdin=subprocess.DEVNULL, start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    return process, log
-
-
-def wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+from tests.helpers.cli import processes_with_env, run_cli, start_cli, wait_for
+from tests.helpers.fake_openai import FakeOpenAI
 
 
 def runs(folder: Path):
@@ -58,7 +34,7 @@ def test_a_killed_sweep_resumes_without_repeating_paid_calls_and_matches_an_unin
         sweep.append(f"llm.base_url={server.base_url}")
         reference = tmp_path / "reference"
         reference.mkdir()
-        run_cli("flows.evaluate", reference, *sweep, env={"OPENAI_API_KEY": "k"})
+        run_cli("flows.cli.evaluate", reference, *sweep, env={"OPENAI_API_KEY": "k"})
         answered = {r["messages"][-1]["content"] for r in server.bodies}
         paid_uninterrupted = len(answered)  # distinct prompts; the faults add retries, not new prompts
         first_request = len(server.bodies)
@@ -72,7 +48,7 @@ def test_a_killed_sweep_resumes_without_repeating_paid_calls_and_matches_an_unin
         before_resume = len(server.bodies)
         prompts_before = [r["messages"][-1]["content"] for r in server.bodies[first_request:before_resume]]
 
-        output = run_cli("flows.evaluate", crashed, *sweep, env={"OPENAI_API_KEY": "k"})
+        output = run_cli("flows.cli.evaluate", crashed, *sweep, env={"OPENAI_API_KEY": "k"})
         prompts_after = [r["messages"][-1]["content"] for r in server.bodies[before_resume:]]
     repeated = set(prompts_before) & set(prompts_after)
     assert len(repeated) <= 1, repeated  # at most the one call in flight when the process died
@@ -94,10 +70,12 @@ def test_a_killed_sweep_resumes_without_repeating_paid_calls_and_matches_an_unin
     assert not list(crashed.rglob(".*.partial"))
 
 
+@pytest.mark.slow
 def test_two_sweeps_at_once_share_the_cache_and_store(tmp_path):
     sweep = ["experiment=smoke", "dataset.limit=3", "report.enabled=false"]
-    started = [start_cli(tmp_path, *sweep, "hydra.sweep.subdir=first-${hydra.job.num}"),
-               start_cli(tmp_path, *sweep, "hydra.sweep.subdir=second-${hydra.job.num}")]
+    new_home = {"PREFECT_HOME": str(tmp_path / "new-prefect-home")}  # both servers boot on it: one at a time
+    started = [start_cli(tmp_path, *sweep, "hydra.sweep.subdir=first-${hydra.job.num}", env=new_home),
+               start_cli(tmp_path, *sweep, "hydra.sweep.subdir=second-${hydra.job.num}", env=new_home)]
     for process, log in started:
         assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
     parents = [r for r in runs(tmp_path) if r.data.tags.get("opi.role") == "sweep"]
@@ -107,9 +85,9 @@ def test_two_sweeps_at_once_share_the_cache_and_store(tmp_path):
     children = [r for r in runs(tmp_path) if r.data.tags.get("opi.role") == "configuration"]
     # kNN's and BM25's 6 stages, computed once between the two sweeps (chunking and the classifier are shared)
     assert sum(r.data.metrics["cache_misses"] for r in children) <= 12
-    again = run_cli("flows.evaluate", tmp_path, *sweep)  # a third run reads every cached result back intact
+    again = run_cli("flows.cli.evaluate", tmp_path, *sweep)  # a third run reads every cached result back intact
     assert again.count("7 of 7 stage results reused") == 2
-    assert not processes_with_env("PREFECT_HOME", str(tmp_path / "prefect"))
+    assert not processes_with_env("PREFECT_HOME", new_home["PREFECT_HOME"])
 
 
 def listening(port: int) -> list[str]:

@@ -8,10 +8,11 @@ import mlflow
 import pandas as pd
 import pytest
 
-from tests.cli import run_cli
-from tests.fake_openai import FakeOpenAI
+from tests.helpers.cli import run_cli
+from tests.helpers.fake_openai import FakeOpenAI
+from tests.helpers.paths import TEST_DATA
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "squad_like.jsonl"
+DATA = TEST_DATA / "squad_like.jsonl"
 FAST = ["report.resamples=200", "report.permutations=99", "dataset=table", f"dataset.path={DATA}"]
 
 
@@ -25,7 +26,7 @@ def sweep(tmp_path):
 
 @pytest.mark.slow
 def test_the_paper_grid_runs_without_gold_relations(tmp_path):
-    log = run_cli("flows.evaluate", tmp_path, "experiment=paper_grid", "relations.gold=none", *FAST)
+    log = run_cli("flows.cli.evaluate", tmp_path, "experiment=paper_grid", "relations.gold=none", *FAST)
     client, (parent,), children = sweep(tmp_path)
     assert len(children) == 13
     for child in children:
@@ -43,7 +44,7 @@ def test_the_paper_grid_runs_without_gold_relations(tmp_path):
 @pytest.mark.slow
 def test_the_classifier_labels_the_gold_answers_when_the_data_has_no_labels(tmp_path):
     with FakeOpenAI() as server:
-        log = run_cli("flows.evaluate", tmp_path, "-m", "setup=knn,a_two", "llm=openai-compatible",
+        log = run_cli("flows.cli.evaluate", tmp_path, "-m", "setup=knn,a_two", "llm=openai-compatible",
                       f"llm.base_url={server.base_url}", "llm.model=fake", "classifier=llm", *FAST)
         gold_requests = [b for b in server.bodies if b.get("response_format") and "Brisk Valley" in json.dumps(b)]
     assert "has no relation labels: the classifier llm-clf labels each gold" in log  # the one-line notice
@@ -64,7 +65,7 @@ def test_a_one_label_file_is_one_line_before_any_run(tmp_path):
     rows = [json.loads(line) for line in DATA.read_text().splitlines()]
     path = tmp_path / "one_label.jsonl"
     path.write_text("".join(json.dumps({**r, "relation": "direct_matching"}) + "\n" for r in rows))
-    log = run_cli("flows.evaluate", tmp_path, "experiment=paper_grid", "dataset=table", f"dataset.path={path}",
+    log = run_cli("flows.cli.evaluate", tmp_path, "experiment=paper_grid", "dataset=table", f"dataset.path={path}",
                   expect=2)
     errors = [line for line in log.splitlines() if "problem" in line or "ERROR" in line]
     assert len(errors) == 1 and "dataset problem:" in errors[0], log[-2000:]
@@ -78,7 +79,7 @@ def test_a_one_label_file_is_one_line_before_any_run(tmp_path):
 
 @pytest.mark.slow
 def test_corpus_wide_retrieval_reaches_other_articles(tmp_path):
-    log = run_cli("flows.evaluate", tmp_path, "setup=knn", "retrieval.scope=corpus", "relations.gold=none",
+    log = run_cli("flows.cli.evaluate", tmp_path, "setup=knn", "retrieval.scope=corpus", "relations.gold=none",
                   "chunking.size=20", "chunking.overlap=4", *FAST)
     client, _, (child,) = sweep(tmp_path)
     assert child.data.params["retrieval.scope"] == "corpus"

@@ -1,0 +1,53 @@
+"""``opi-annotate``: people score a finished sweep's answers 0-3-7, and we measure which metric agrees with them
+(``flows.human.annotate``).
+
+    opi-annotate export --out sheet.csv        # the latest sweep's answers, blind and de-duplicated
+    (people fill the score column with 0, 3 or 7)
+    opi-annotate import sheet.csv              # validate, then log the meta-evaluation to the sweep's parent run
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from flows.cli.start import add_store_arguments, console_logging, run_command, start_command
+
+
+def edges(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(edge) for edge in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: comma-separated numbers, e.g. 0.3333,0.6667") from None
+    if list(values) != sorted(values) or not all(0 < v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: increasing edges strictly between 0 and 1")
+    return values
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="opi-annotate", description=__doc__.split("\n")[0])
+    add_store_arguments(parser)
+    parser.add_argument("--sweep", help="parent run id of the sweep (default: the latest sweep)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    out = commands.add_parser("export", help="write the blank annotation sheet")
+    out.add_argument("--out", type=Path, default=Path("annotation_sheet.csv"))
+    out.add_argument("--seed", type=int, default=0, help="row shuffle")
+    back = commands.add_parser("import", help="read a filled sheet and log the meta-evaluation")
+    back.add_argument("sheet", type=Path)
+    back.add_argument("--brackets", type=edges, default=edges("0.3333,0.6667"),
+                      help="bracket edges on [0, 1] for bracket accuracy (default: thirds)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    start_command()
+    console_logging()
+    args = parse_args(argv)
+    from flows.human.annotate import annotate  # after start_command: MLflow reads the environment on import
+
+    path = args.out if args.command == "export" else args.sheet
+    run_command(lambda: annotate(args.tracking_uri, args.experiment, args.sweep, args.command, path,
+                                 getattr(args, "seed", 0), getattr(args, "brackets", ())))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""What every command does around its work (importing ``flows`` does none of it):
+
+- ``start_command``, first thing: quiet, offline-friendly environment defaults (a user's own environment wins),
+  third-party notices a user cannot act on filtered, credentials redacted from every log record, loopback kept off
+  any proxy, ``-v``/``--verbose`` taken off the command line (it keeps third-party logs, notices and warnings), and
+  for ``opi-eval`` Prefect's temporary server booting while the command imports and checks its data. Prefect and
+  MLflow read the environment when they are imported, so commands import their work after this.
+- ``run_command``: the work, with user errors as one line and exit 2 (``flows.run.errors``), Ctrl-C as exit 130,
+  and the servers this process started stopped on every way out.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import warnings
+from typing import Any, Callable
+
+from flows.orchestration.server import start_temporary_server, stop_temporary_server
+from flows.run.errors import EXIT_USER_ERROR, explained, keep_traceback_in_log_file, was_composed
+from flows.run.redaction import redact_log_records
+from opi.interrupt import stop_requests
+from opi.schemas import TrackingConfig
+
+log = logging.getLogger("opi")
+ENVIRONMENT = {
+    "DO_NOT_TRACK": "true",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+QUIET = {
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    # a failed task or flow is reported once: by OPI (user errors, one line) or by Hydra (bugs), not also by Prefect
+    "PREFECT_LOGGING_LOGGERS_PREFECT_FLOW_RUNS_LEVEL": "CRITICAL",
+    "PREFECT_LOGGING_LOGGERS_PREFECT_TASK_RUNS_LEVEL": "CRITICAL",
+    "MLFLOW_LOGGING_LEVEL": "WARNING",  # "Creating initial MLflow database tables..."
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # also silences transformers' "Loading weights" bar
+    "TRANSFORMERS_VERBOSITY": "error",
+}
+QUIET_WARNINGS = (".*langchain-community. is being sunset", "SOCKS support in urllib3 requires",
+                  "Failed to create the Prefect home")  # the last is said by the store checks, more clearly
+QUICK_EXITS = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc")
+VERBOSE_FLAGS = ("-v", "--verbose")
+
+
+def start_command(early_prefect: bool = False) -> None:
+    """Set this process up for a command; ``early_prefect``: start booting Prefect's temporary server now."""
+    if any(a in VERBOSE_FLAGS for a in sys.argv[1:]):
+        os.environ["OPI_VERBOSE"] = "1"  # processes this one starts (the nightly sweep) inherit it
+        sys.argv = [sys.argv[0], *[a for a in sys.argv[1:] if a not in VERBOSE_FLAGS]]
+    verbose = os.environ.get("OPI_VERBOSE") == "1"
+    # output folders are named after this run (two runs started in the same second do not share one); processes
+    # this one starts, such as parallel launcher workers, inherit it
+    os.environ["OPI_RUN_TAG"] = str(os.getpid())
+    for key, value in {**ENVIRONMENT, **({} if verbose else QUIET)}.items():
+        os.environ.setdefault(key, value)
+    if not verbose:
+        for message in QUIET_WARNINGS:
+            warnings.filterwarnings("ignore", message=message)
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", category=FutureWarning)
+    redact_log_records()
+    for key in ("NO_PROXY", "no_proxy"):  # Prefect's server, the local LLM server, the UI test: all on loopback
+        hosts = [h for h in os.environ.get(key, "").split(",") if h]
+        os.environ[key] = ",".join(dict.fromkeys([*hosts, "127.0.0.1", "localhost"]))
+    signal.signal(signal.SIGTERM, stopped_by_signal)
+    if early_prefect and not any(a.split("=")[0] in QUICK_EXITS for a in sys.argv[1:]):
+        start_temporary_server()  # boots while the command imports, checks its data and composes (~5 s saved)
+
+
+def stopped_by_signal(signum: int, frame: Any) -> None:
+    """SIGTERM (a scheduler, ``kill``) ends the run like Ctrl-C does: waits on LLM requests and embedding end, and
+    the process exits through its exit handlers (servers stopped, MLflow runs closed)."""
+    stop_requests()
+    sys.exit(128 + signum)
+
+
+def run_command(work: Callable[[], Any]) -> Any:
+    """Run a command's work. Hydra reports a configuration it cannot compose (``retriever=bm26``, a typo in a key)
+    in one line and exits 1: as every other user error, that is exit 2 here."""
+    try:
+        return work()
+    except SystemExit as err:
+        if err.code == 1 and not was_composed():
+            raise SystemExit(EXIT_USER_ERROR) from None
+        raise
+    except KeyboardInterrupt:
+        log.error("stopped by Ctrl-C: finished stages and configurations are kept; the same command resumes")
+        raise SystemExit(130) from None
+    except Exception as err:
+        if explained(err) is None:
+            raise
+        keep_traceback_in_log_file()
+        log.error("%s", explained(err))
+        raise SystemExit(EXIT_USER_ERROR) from None
+    finally:
+        stop_temporary_server()
+
+
+def console_logging(*noisy: str) -> None:
+    """Logging for the argparse commands (opi-annotate, opi-report, opi-nightly, opi-label): OPI's messages at
+    INFO, also where Prefect has configured the root logger first (its handler then prints them); ``noisy``
+    libraries at WARNING."""
+    logging.basicConfig(level=logging.INFO, format="[%(asctime)s][%(name)s][%(levelname)s] - %(message)s")
+    log.setLevel(logging.INFO)
+    for name in ("mlflow", "alembic", *noisy):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def add_store_arguments(parser) -> None:
+    """Where the MLflow runs are: the tracking config's defaults."""
+    defaults = TrackingConfig()
+    parser.add_argument("--tracking-uri", default=defaults.tracking_uri)
+    parser.add_argument("--experiment", default=defaults.experiment)

@@ -1,0 +1,108 @@
+"""People score a finished sweep's answers 0-3-7 (``opi-annotate``), and we measure which metric agrees with them.
+
+The sheet's key (which configurations gave each answer) stays with the sweep's MLflow run, so the sheet itself
+shows no configuration. Import logs, on the parent run: meta_evaluation/{agreement,by_configuration,places,
+human_scores}.csv and metrics such as human_vs_bertsim_spearman; on each child run: human_mean.
+"""
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from mlflow import MlflowClient
+
+from flows.run.errors import CommandError
+from flows.tracking.sweeps import child_predictions, find_sweep
+from opi.metrics.extrinsic import annotation_sheet, export_sheet, import_sheet, scores_by_configuration
+from opi.metrics.meta import agreement_table, places
+
+log = logging.getLogger("opi")
+KEY_ARTIFACT = "annotation/key.csv"
+# score column in predictions.parquet -> (name in the tables, scale maximum)
+METRIC_COLUMNS = {"similarity": ("bertsim", 1.0), "correctness": ("correctness", 1.0), "judge_score": ("judge", 7.0)}
+
+
+def sweep_predictions(client, parent: str) -> pd.DataFrame:
+    """Every child's predictions.parquet, one row per (example, configuration)."""
+    runs = child_predictions(client, parent)
+    if not runs:
+        raise CommandError(f"sweep {parent} has no child runs with predictions")
+    frames = [frame.assign(configuration=name, run_id=run.info.run_id) for name, (run, frame) in runs.items()]
+    return pd.concat(frames, ignore_index=True).rename(columns={"id": "example_id", "answer": "ground_truth"})
+
+
+def export(client, parent: str, out: Path, seed: int) -> None:
+    answers = sweep_predictions(client, parent)
+    sheet, key = annotation_sheet(answers, seed)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    export_sheet(sheet, out)
+    with tempfile.TemporaryDirectory() as folder:
+        key.to_csv(Path(folder) / "key.csv", index=False)
+        export_sheet(sheet, Path(folder) / "sheet.csv")
+        client.log_artifacts(parent, folder, "annotation")
+    log.info("%s: %d answers to score 0/3/7 (they stand for %d answer-configuration pairs of %d configurations); "
+             "key kept with sweep run %s", out, len(sheet), len(key), key["configuration"].nunique(), parent)
+
+
+def meta_evaluation(answers: pd.DataFrame, human: pd.DataFrame, edges: tuple[float, ...]) -> dict[str, pd.DataFrame]:
+    """The tables: agreement of every metric with people, per-configuration means, and place-by-place rankings."""
+    present = {column: spec for column, spec in METRIC_COLUMNS.items() if column in answers}
+    frame = human.rename(columns={"score": "human"}).merge(
+        answers[["example_id", "configuration", *present]], on=["example_id", "configuration"], how="left",
+        validate="one_to_one", indicator=True)
+    if (frame.pop("_merge") != "both").any():
+        raise CommandError("the annotation key names answers this sweep no longer has; export the sheet again")
+    frame = frame.rename(columns={column: name for column, (name, _) in present.items()})
+    scales = {"human": 7.0, **{name: scale for name, scale in present.values()}}
+    agreement = agreement_table(frame, "human", scales, edges)
+    by_configuration = frame.groupby("configuration")[list(scales)].mean().sort_values("human", ascending=False)
+    place_table = pd.DataFrame({"place": range(1, len(by_configuration) + 1)})
+    for name in scales:
+        if name != "human":
+            view = places(by_configuration["human"], by_configuration[name])
+            place_table["by_human"] = view["by_human"]
+            place_table[f"by_{name}"], place_table[f"agree_{name}"] = view[f"by_{name}"], view["agree"]
+    return {"human_scores": frame, "agreement": agreement, "by_configuration": by_configuration.reset_index(),
+            "places": place_table}
+
+
+def import_scores(client, parent: str, sheet: Path, edges: tuple[float, ...]) -> dict[str, pd.DataFrame]:
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            key = pd.read_csv(client.download_artifacts(parent, KEY_ARTIFACT, folder), dtype=str,
+                              keep_default_na=False)
+        except Exception as err:
+            raise CommandError(f"sweep run {parent} has no {KEY_ARTIFACT}: export its sheet first "
+                            f"(opi-annotate export --sweep {parent})") from err
+    answers = dict(zip(key["id"], key["generated_answer"])) if "generated_answer" in key else None
+    human = scores_by_configuration(import_sheet(sheet, key["id"], answers), key)
+    answers = sweep_predictions(client, parent)
+    tables = meta_evaluation(answers, human, edges)
+    with tempfile.TemporaryDirectory() as folder:
+        for name, table in tables.items():
+            table.to_csv(Path(folder) / f"{name}.csv", index=False)
+        client.log_artifacts(parent, folder, "meta_evaluation")
+    for row in tables["agreement"].to_dict("records"):
+        for stat in ("spearman", "kendall", "pearson", "average_absolute_difference", "bracket_accuracy"):
+            if pd.notna(row[stat]):
+                client.log_metric(parent, f"human_vs_{row['metric']}_{stat}", float(row[stat]))
+    run_ids = answers.drop_duplicates("configuration").set_index("configuration")["run_id"]
+    for configuration, mean in tables["by_configuration"].set_index("configuration")["human"].items():
+        client.log_metric(run_ids[configuration], "human_mean", float(mean))
+    log.info("agreement with people (%d answers scored):\n%s\n\nby configuration:\n%s", len(human),
+             tables["agreement"].to_string(index=False, float_format="%.3f"),
+             tables["by_configuration"].to_string(index=False, float_format="%.3f"))
+    return tables
+
+
+def annotate(tracking_uri: str, experiment: str, sweep: str | None, command: str, path: Path, seed: int,
+             edges: tuple[float, ...]) -> None:
+    """``opi-annotate export`` or ``import`` for a finished sweep (the latest, or ``sweep``)."""
+    client = MlflowClient(tracking_uri)
+    parent = find_sweep(client, experiment, sweep)
+    if command == "export":
+        export(client, parent, path, seed)
+    else:
+        import_scores(client, parent, path, edges)

@@ -1,0 +1,103 @@
+"""Which source code a cached result depends on: the modules a stage runs and everything they import inside
+``opi`` (or inside the top-level package of a user's own component), found by reading their import statements
+(function-local imports included), hashed by content.
+
+An edit in a module a stage does not use (``opi/report.py`` for rankings) keeps its results; an edit in one it uses
+(the retriever's module, ``opi/retrieval.py``) computes them again. A component of your own outside ``opi``
+(``retriever._target_=my_pkg.MyRetriever``) is keyed on its module's source too.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import inspect
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+LIBRARY = "opi"
+
+
+def module_of(thing: Any) -> str:
+    """The module a class, function, instance or module name comes from."""
+    if isinstance(thing, str):
+        return thing
+    if inspect.ismodule(thing):
+        return thing.__name__
+    return (thing if inspect.isclass(thing) or inspect.isfunction(thing) else type(thing)).__module__
+
+
+@lru_cache(maxsize=None)
+def module_file(name: str) -> Path | None:
+    """The source file of module ``name`` (a package's ``__init__.py``), or None for a built-in, compiled or
+    missing one."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return Path(origin) if origin and origin.endswith(".py") else None
+
+
+def imported_modules(name: str, path: Path) -> set[str]:
+    """Every module that ``import`` statements anywhere in ``path`` (module ``name``) name: ``from a.b import c``
+    gives ``a.b`` and, where it is a module, ``a.b.c``; relative imports are resolved."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source(path), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {module for module in found if module}
+
+
+@lru_cache(maxsize=None)
+def closure(name: str) -> frozenset[str]:
+    """``name`` and the modules it imports, directly or not, inside ``opi`` and inside ``name``'s own top-level
+    package."""
+    roots = {LIBRARY, name.split(".")[0]}
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        path = module_file(current)
+        if current in seen or path is None:
+            continue
+        seen.add(current)
+        for module in imported_modules(current, path):
+            parents = [".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 2)]
+            todo.extend(m for m in parents if m.split(".")[0] in roots and m not in seen)
+    return frozenset(seen)
+
+
+def source(path: Path) -> bytes:
+    return _source(str(path), *_stamp(path))
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_mtime_ns, status.st_size
+
+
+@lru_cache(maxsize=1024)
+def _source(path: str, mtime_ns: int, size: int) -> bytes:  # read again whenever the file changes
+    return Path(path).read_bytes()
+
+
+def code_version(*things: Any, files: Iterable[Path] = ()) -> str:
+    """Hash of the source of ``things`` (modules, classes, functions, component instances) with everything they
+    import inside ``opi`` and their own package, and of ``files``."""
+    modules = sorted({m for thing in things for m in closure(module_of(thing))})
+    digest = hashlib.sha256()
+    for module in modules:
+        digest.update(module.encode() + b"\0" + source(module_file(module)) + b"\0")
+    for path in sorted(set(files)):
+        digest.update(str(path.name).encode() + b"\0" + source(path) + b"\0")
+    return digest.hexdigest()[:16]

@@ -1,0 +1,233 @@
+"""Prefect's API for a command's flows.
+
+Without ``PREFECT_API_URL``, the command runs its own temporary server: ``prefect server start`` (Prefect's public
+command: API only, no UI, no background services) on a free 127.0.0.1 port, started as early as the command can
+(``opi-eval`` starts it before it imports anything heavy, so its boot overlaps the command's imports, data checks
+and job composition), one per command, stopped on every exit path. Servers boot one at a time on a Prefect home
+(each migrates the home's database as it starts). One left behind by a killed run is stopped by the next. With
+``PREFECT_API_URL`` set by the user, that server is checked to answer. Either problem is one ``OrchestrationError``.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from opi.health import answers
+
+log = logging.getLogger("opi")
+SERVER_COMMAND = ("-m", "prefect", "server", "start")
+STARTUP_TIMEOUT = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"  # Prefect's own setting for its temporary server
+
+
+class OrchestrationError(RuntimeError):
+    """Prefect's API cannot be reached or its temporary server cannot start."""
+
+
+@dataclass
+class TemporaryServer:
+    """This process's temporary server: its address, the thread that boots it, the process, and what went wrong."""
+
+    url: str
+    port: int
+    boot: threading.Thread | None = None
+    process: subprocess.Popen | None = None
+    failure: str | None = None
+    orphans_stopped: int = 0
+    exiting: bool = False
+    # the environment it starts with, copied in the main thread: a child spawned from a thread while the main
+    # thread changes os.environ can inherit a half-rewritten environment ("OSError: [Errno 14] Bad address")
+    environment: dict[str, str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_SERVER: list[TemporaryServer] = []  # at most one per process
+_USER_URL: list[str | None] = []  # PREFECT_API_URL as the user gave it, read before we set ours
+
+
+def prefect_home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+
+
+def user_api_url() -> str | None:
+    if not _USER_URL:
+        _USER_URL.append(os.environ.get("PREFECT_API_URL") or None)
+    return _USER_URL[0]
+
+
+def uses_temporary_server() -> bool:
+    """Flows of this command run against a temporary server this process starts (not one the user pointed at)."""
+    return user_api_url() is None
+
+
+def start_temporary_server() -> None:
+    """Start booting this process's temporary server, unless the user named one or it is started already, and point
+    ``PREFECT_API_URL`` at it (for Prefect, imported later, and for the processes this one starts)."""
+    if not uses_temporary_server() or _SERVER:
+        return
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = TemporaryServer(f"http://127.0.0.1:{port}/api", port)
+    _SERVER.append(server)
+    os.environ["PREFECT_API_URL"] = server.url
+    server.environment = dict(os.environ)
+    atexit.register(stop_temporary_server)
+    server.boot = threading.Thread(target=_boot, args=(server,), name="prefect-server-boot", daemon=True)
+    server.boot.start()
+
+
+def _boot(server: TemporaryServer) -> None:
+    try:
+        server.orphans_stopped = len(stop_orphaned_servers())
+        with _boot_lock():
+            with server.lock:
+                if server.exiting:
+                    return
+                output = open(server_log(server.port), "w")
+                server.process = subprocess.Popen(
+                    [sys.executable, *SERVER_COMMAND, "--host", "127.0.0.1", "--port", str(server.port), "--no-ui",
+                     "--no-services", "--analytics-off", "--log-level", "ERROR"],
+                    stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=server.environment)
+                output.close()
+            _wait_until_healthy(server)
+    except Exception as err:
+        server.failure = f"{type(err).__name__}: {str(err)[:200]}"
+
+
+def server_log(port: int) -> Path:
+    """Where a temporary server's own output goes (kept only if it failed): Prefect's shutdown notices and
+    tracebacks are not the user's business."""
+    return prefect_home() / f"opi-server-{port}.log"
+
+
+@contextlib.contextmanager
+def _boot_lock():
+    """One server at a time boots on a Prefect home: each one migrates the home's database as it starts, and two
+    commands started together would otherwise migrate it at once ("no such column: flow_runner_type")."""
+    home = prefect_home()
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".opi-server-boot.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when this process dies
+        yield
+
+
+def _wait_until_healthy(server: TemporaryServer) -> None:
+    deadline = time.monotonic() + float(os.environ.get(STARTUP_TIMEOUT, "120"))
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            last = server_log(server.port).read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            raise RuntimeError(f"the server process exited with code {server.process.returncode} ({last[0][:150]})")
+        if answers(f"{server.url}/health"):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"no answer from {server.url} within {STARTUP_TIMEOUT}")
+
+
+def stop_temporary_server() -> None:
+    for server in _SERVER:
+        with server.lock:
+            server.exiting = True
+        process = server.process
+        if process is None:
+            continue
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if server.failure is None:
+            server_log(server.port).unlink(missing_ok=True)
+
+
+def ensure_api() -> None:
+    """Before the first flow: the temporary server booting (started now if the command did not start it early), or
+    the user's server answering."""
+    url = user_api_url()
+    if url is None:
+        start_temporary_server()
+        return
+    if not answers(url.rstrip("/") + "/health", timeout=5):
+        raise OrchestrationError(f"Prefect's API at {url} (PREFECT_API_URL) does not answer: start it (prefect "
+                                 "server start) or unset PREFECT_API_URL to use a temporary local server")
+
+
+def stop_orphaned_servers() -> list[int]:
+    """Stop temporary servers that a killed run of this user left behind (their parent gone, so adopted by init)
+    for the same Prefect home; returns their pids."""
+    home = os.environ.get("PREFECT_HOME", "").encode()
+    signature = b"\0".join(part.encode() for part in SERVER_COMMAND)
+    stopped = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if signature not in (proc / "cmdline").read_bytes() or proc.stat().st_uid != os.getuid():
+                continue
+            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            environ = dict(v.split(b"=", 1) for v in (proc / "environ").read_bytes().split(b"\0") if b"=" in v)
+        except (OSError, ValueError):
+            continue
+        if orphaned(parent) and environ.get(b"PREFECT_HOME", b"") == home:
+            os.kill(int(proc.name), signal.SIGTERM)
+            stopped.append(int(proc.name))
+    deadline = time.monotonic() + 5
+    while stopped and time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in stopped):
+        time.sleep(0.1)
+    for pid in stopped:
+        if Path(f"/proc/{pid}").exists():
+            os.kill(pid, signal.SIGKILL)
+    return stopped
+
+
+def orphaned(parent: int) -> bool:
+    """A server whose starting run is gone: adopted by init, or by a subreaper that is not a Python process."""
+    if parent == 1:
+        return True
+    try:
+        return b"python" not in Path(f"/proc/{parent}/cmdline").read_bytes()
+    except OSError:
+        return True
+
+
+@contextlib.contextmanager
+def prefect_api():
+    """This command's Prefect API, ready: the temporary server booted (or the user's answering), and Prefect's
+    settings pointing at it; against the temporary server, without flow heartbeats (they serve workers we do not
+    have, and their thread's 1 s sleep delays every flow's exit)."""
+    # not at the top: commands import this module before they set the environment Prefect reads when imported
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    ensure_api()
+    if not _SERVER:
+        yield
+        return
+    server = _SERVER[0]
+    server.boot.join()  # a flow must not race the server that is still starting
+    if server.failure:
+        raise OrchestrationError(f"Prefect's temporary server did not start on 127.0.0.1 ({server.failure}): check "
+                                 "that the loopback interface is up, or point PREFECT_API_URL at a running Prefect "
+                                 "server")
+    if server.orphans_stopped:
+        log.info("stopped %d Prefect server(s) left running by an earlier, killed run", server.orphans_stopped)
+        server.orphans_stopped = 0
+    with temporary_settings(updates={PREFECT_API_URL: server.url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
+
+
+def run_flow(flow: Callable[..., Any], *args: Any) -> Any:
+    """Call a flow against this command's Prefect API (``prefect_api``)."""
+    with prefect_api():
+        return flow(*args)

@@ -1,0 +1,190 @@
+"""Prefect tasks: the ``opi`` stages at batch granularity, cached on their inputs and on the code they run.
+
+Each task takes ``code``, the hash of the source it depends on (``code_for``: the ``opi`` modules it calls, the
+modules of the components it builds, and this file), so an edit in a module a stage runs computes it again and an
+edit elsewhere does not. Tasks receive the typed configs and built components (``opi.schemas``, ``opi.components``);
+the cache keys them by their settings (``flows.orchestration.cache.key_of``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.utilities.hashing import hash_objects
+
+from flows.orchestration.cache import key_of
+from flows.orchestration.clients import client_for, progress_bar
+from flows.orchestration.code import code_version
+from opi import components
+from opi.articles import prepare_articles
+from opi.classify import CrossFitted, TrainingSet
+from opi.embeddings import shared_embedder
+from opi.metrics.correctness import AnswerCorrectness
+from opi.metrics.extrinsic import LLMJudge
+from opi.metrics.opi import cosine_rows
+from opi.relations import Triple, load_relation_set
+from opi.report import build_report
+from opi.retrieval import rank_examples
+from opi.schemas import ChunkingConfig, EmbeddingConfig, LLMConfig, MetricsConfig
+
+# the opi modules each task calls (with everything they import, and the modules of the components it is given)
+USES = {
+    "chunk-articles": ("opi.articles",),
+    "rank": ("opi.retrieval", "opi.embeddings"),
+    "answer": ("opi.embeddings", "opi.llm.client"),
+    "classify": ("opi.classify", "opi.relation_features", "opi.embeddings", "opi.llm.client"),
+    "classifier-accuracy": ("opi.classify", "opi.relation_features", "opi.embeddings"),
+    "answer-similarity": ("opi.metrics.opi", "opi.embeddings"),
+    "answer-quality": ("opi.metrics.correctness", "opi.metrics.extrinsic", "opi.llm.client"),
+    "sweep-report": ("opi.report",),
+}
+
+
+def code_for(task_fn, *used: Any) -> str:
+    """The ``code`` argument of a call of ``task_fn`` that builds the components ``used``."""
+    return code_version(*USES[task_fn.name], *used, files=[Path(__file__)])
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """What the relation stages need besides their inputs: the run's embedding model, label set, seed and LLM call
+    cache."""
+
+    embedding: EmbeddingConfig
+    relation_set: str
+    seed: int
+    llm_cache: str
+
+
+@dataclass(frozen=True)
+class RegisteredModel:
+    """A model from the MLflow registry: ``uri`` (``models:/name/version``) and where its files are."""
+
+    uri: str
+    location: str
+
+
+def embedder_for(embedding: EmbeddingConfig):
+    return shared_embedder(embedding.model, embedding.device, embedding.batch_size, embedding.backend)
+
+
+@task(name="chunk-articles")
+def chunk_articles(contexts: list[str], chunking: ChunkingConfig, code: str):
+    return prepare_articles(contexts, chunking.size, chunking.overlap)
+
+
+@task(name="rank")
+def rank(retriever, depth: int, examples: list, articles: dict, embedding: EmbeddingConfig, code: str):
+    """Each example's ranking to ``depth``: one ranking serves every ``k`` up to it."""
+    return rank_examples(components.with_resources(retriever, embedder=embedder_for(embedding)), examples, articles,
+                         depth)
+
+
+@task(name="answer")
+def answer(llm: LLMConfig, questions: list[str], sentence_lists: list[list[str]], embedding: EmbeddingConfig,
+           llm_cache: str, code: str) -> dict[str, Any]:
+    """Answers and the LLM usage they cost (calls, cache hits, retries, tokens, cost)."""
+    client = client_for(llm, llm_cache) if llm.endpoint else None
+    reader = components.with_resources(llm.reader, embedder=embedder_for(embedding), client=client)
+    if client is None:
+        return {"answers": reader.answer(questions, sentence_lists), "usage": {}}
+    bar, update = progress_bar(len(questions), f"answers ({llm.name})", client)
+    with bar:
+        answers = reader.answer(questions, sentence_lists, update)
+    return {"answers": answers, "usage": client.usage.as_metrics("llm_answer")}
+
+
+def resources(context: StageContext) -> dict[str, Any]:
+    return {"embedder": embedder_for(context.embedding), "embedding": context.embedding, "seed": context.seed,
+            "relation_set": load_relation_set(context.relation_set)}
+
+
+@task(name="classify")
+def classify(classifier, llm: LLMConfig, training: TrainingSet | None, apply_ids: list[str], apply: list[Triple],
+             context: StageContext, code: str, registered: RegisteredModel | None = None) -> dict[str, Any]:
+    """Predicted relations of ``apply`` (``unknown`` where an LLM reply could not be parsed), usage and counts.
+
+    A classifier that learns is fitted on ``training``: cross-fitted when it is the evaluated data's own pool (no
+    example labelled by a model that saw it), else fitted once. ``registered`` is applied as it is: its training
+    data should not overlap the evaluated examples."""
+    given = resources(context)
+    if registered is not None:
+        import mlflow.sklearn  # here: it imports scikit-learn, which a run without a registered model never needs
+
+        model = components.with_resources(classifier, pipeline=mlflow.sklearn.load_model(registered.location),
+                                          **given)
+        return {"predicted": model.predict(apply), "usage": {}, "counts": {}}
+    if getattr(classifier, "trains", False):
+        model = fitted(classifier, training, given)
+        predicted = model.predict(apply_ids, apply) if training.cross_fit else model.predict(apply)
+        return {"predicted": predicted, "usage": {}, "counts": {}}
+    client = client_for(llm, context.llm_cache, model=getattr(classifier, "model", None))
+    model = components.with_resources(classifier, client=client, **given)
+    bar, update = progress_bar(len(apply), f"relations ({classifier.name})", client)
+    with bar:
+        predicted = model.predict(apply, update)
+    return {"predicted": predicted, "usage": client.usage.as_metrics("llm_classify"),
+            "counts": {"parse_failures": float(getattr(model, "parse_failures", 0))}}
+
+
+_FITTED: dict[str, Any] = {}  # fitted classifiers of this process: one fit serves every configuration of a sweep
+
+
+def fitted(classifier, training: TrainingSet, given: dict[str, Any]):
+    """The classifier fitted on its training triples (cross-fitted, for the data's own pool), fitted once per
+    process for the same settings and data."""
+    key = hash_objects(key_of(classifier), key_of(training), given["seed"], key_of(given["embedding"]),
+                       raise_on_failure=True)
+    if key not in _FITTED:
+        def fresh():
+            return components.with_resources(classifier, **given)
+
+        while len(_FITTED) >= 2:  # a sweep's (a cross-fitted and a plainly fitted one at most), not every one seen
+            _FITTED.pop(next(iter(_FITTED)))
+        _FITTED[key] = (CrossFitted(fresh, training.ids, training.triples, training.labels,
+                                    getattr(classifier, "folds", 5))
+                        if training.cross_fit else fresh().fit(training.triples, training.labels))
+    return _FITTED[key]
+
+
+@task(name="classifier-accuracy")
+def classifier_accuracy(classifier, training: TrainingSet, context: StageContext, code: str) -> float:
+    """Cross-validated accuracy of the classifier on its labelled training triples."""
+    pool = TrainingSet(training.ids, training.triples, training.labels, cross_fit=True)
+    predicted = fitted(classifier, pool, resources(context)).predict(pool.ids, pool.triples)
+    return float(sum(p == g for p, g in zip(predicted, pool.labels)) / len(pool.labels))
+
+
+@task(name="answer-similarity")
+def answer_similarity(gold: list[str], generated: list[str], embedding: EmbeddingConfig, code: str) -> list[float]:
+    embedder = embedder_for(embedding)
+    return cosine_rows(embedder.encode(gold, normalize=False), embedder.encode(generated, normalize=False)).tolist()
+
+
+@task(name="answer-quality")
+def answer_quality(metrics: MetricsConfig, llm: LLMConfig, questions: list[str], truths: list[str],
+                   answers: list[str], similarities: list[float], llm_cache: str, code: str) -> dict[str, Any]:
+    """LLM-scored answer metrics per example (None where a reply could not be parsed) and their usage."""
+    client = client_for(llm, llm_cache)
+    columns: dict[str, list] = {}
+    counts: dict[str, float] = {}
+    if metrics.correctness:
+        scorer = AnswerCorrectness(client, metrics.correctness_weights, metrics.similarity_threshold,
+                                   metrics.parse_retries)
+        results = [scorer.score(q, a, t, s) for q, a, t, s in zip(questions, answers, truths, similarities)]
+        columns["correctness"] = [r.score for r in results]
+        columns["correctness_f1"] = [r.f1 for r in results]
+        counts["correctness_failures"] = float(sum(r.score is None for r in results))
+    if metrics.judge:
+        judge = LLMJudge(client, metrics.parse_retries)
+        columns["judge_score"] = judge.score(questions, truths, answers)
+        counts["judge_failures"] = float(judge.parse_failures)
+    return {"columns": columns, "counts": counts, "usage": client.usage.as_metrics("llm_metrics")}
+
+
+@task(name="sweep-report")
+def sweep_report(configurations: list, relations: list[str], settings, code: str):
+    """The sweep report's tables and tests (its permutation tests are most of a warm sweep's time otherwise)."""
+    return build_report(configurations, relations, settings)

@@ -1,0 +1,140 @@
+"""From Hydra's composed config to the typed ``OPIConfig`` that travels into the code.
+
+- ``register_configs``: the group schemas (``opi.schemas``); for every component YAML under ``conf/`` that names a
+  dataclass by ``_target_``, the schema derived from that class (``opi.components.component_schema``); and the
+  ``retrievers`` catalogue (every retriever option that runs on its own, mounted as ``retrievers.<option>`` for
+  the members of combinations). Adding a built-in retriever is therefore its module and one YAML.
+- ``compose_config``: a composed configuration outside a Hydra app (``opi-label``, ``opi-nightly``, tests).
+- ``typed``: range checks, components built (without resources) so they check their own settings, and the
+  cross-group rules; a problem raises ``ValueError`` with the key in its message.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from hydra.utils import get_object
+from omegaconf import DictConfig, OmegaConf
+
+from flows.run.errors import EXIT_USER_ERROR, composed
+from opi import components
+from opi.schemas import (ChunkingConfig, DatasetConfig, EmbeddingConfig, LLMConfig, MetricsConfig, OPIConfig,
+                         OrchestrationConfig, RelationsConfig, ReportConfig, TrackingConfig, TrainConfig)
+
+log = logging.getLogger("opi")
+CONF_DIR = str(Path(__file__).resolve().parent.parent.parent / "conf")
+GROUP_SCHEMAS = {"dataset": DatasetConfig, "relations": RelationsConfig, "chunking": ChunkingConfig,
+                 "embedding": EmbeddingConfig, "llm": LLMConfig, "metrics": MetricsConfig, "tracking": TrackingConfig,
+                 "report": ReportConfig, "orchestration": OrchestrationConfig, "train": TrainConfig}
+# component groups: where in each YAML the component sits ("" = the whole file; the llm files hold a reader)
+COMPONENT_GROUPS = {"retriever": "", "combination": "", "classifier": "", "llm": "reader"}
+
+
+def options(group: str, conf_dir: str = CONF_DIR) -> list[str]:
+    """The options of a config group: its YAML files."""
+    return sorted(path.stem for path in Path(conf_dir, group).glob("*.yaml"))
+
+
+def component_class(group: str, option: str, conf_dir: str = CONF_DIR) -> type | None:
+    """The class an option's YAML names by ``_target_`` (None when the user names it: ``retriever=custom``)."""
+    node = yaml.safe_load(Path(conf_dir, group, f"{option}.yaml").read_text()) or {}
+    key = COMPONENT_GROUPS[group]
+    target = (node.get(key) or {}).get("_target_") if key else node.get("_target_")
+    return None if not target or target == "???" else get_object(target)
+
+
+def catalogue_members(conf_dir: str = CONF_DIR) -> list[str]:
+    """The retriever options that run on their own settings (not ``custom``, not ``langchain``): every one is
+    mounted as ``retrievers.<option>``, so combinations can name it as a member."""
+    members = []
+    for option in options("retriever", conf_dir):
+        cls = component_class("retriever", option, conf_dir)
+        try:
+            cls is not None and cls()
+        except ValueError:  # needs a setting the user gives (langchain: a factory or a vector store)
+            continue
+        if cls is not None:
+            members.append(option)
+    return members
+
+
+@lru_cache(maxsize=None)
+def register_configs(conf_dir: str = CONF_DIR) -> None:
+    """Store every schema in Hydra's ConfigStore under ``schema/...`` (each option's defaults list pulls its own
+    ``/schema/<group>[/<option>]@...``, so that ``retriever=glob(*)`` sweeps real options only), and the
+    ``retrievers`` catalogue under ``catalogue/retrievers``."""
+    store = ConfigStore.instance()
+    store.store(name="opi_schema", node=OPIConfig)
+    for group, schema in GROUP_SCHEMAS.items():
+        store.store(group="schema", name=group, node=schema)
+    for group, key in COMPONENT_GROUPS.items():
+        for option in options(group, conf_dir):
+            cls = component_class(group, option, conf_dir)
+            if cls is not None and dataclasses.is_dataclass(cls):
+                store.store(group=f"schema/{'reader' if key else group}", name=option,
+                            node=components.component_schema(cls))
+    store.store(group="catalogue", name="retrievers",
+                node={"defaults": [{f"/retriever@{name}": name} for name in catalogue_members(conf_dir)]})
+
+
+def compose_config(overrides: list[str], config_name: str = "config") -> DictConfig:
+    """The configuration ``opi-eval`` would compose from these overrides (outside a Hydra app)."""
+    register_configs()
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose(config_name, overrides=list(overrides))
+
+
+def typed(cfg: DictConfig, overridden: list[str] = ()) -> OPIConfig:
+    """The checked, typed configuration. ``overridden``: the user's command-line overrides, to refuse the ones
+    that would change nothing (``retriever.*`` in an A-/S- configuration)."""
+    config: OPIConfig = OmegaConf.to_object(cfg)
+    config.retriever = components.check(config.retriever, "retriever")
+    config.retrievers = {name: components.check(node, f"retrievers.{name}") for name, node in config.retrievers.items()}
+    config.combination = components.check(config.combination, "combination")
+    config.classifier = components.check(config.classifier, "classifier")
+    config.llm.reader = components.check(config.llm.reader, "llm.reader")
+    if not config.single:
+        check_members(config, overridden)
+    check_endpoint(config)
+    return config
+
+
+def check_members(config: OPIConfig, overridden: list[str]) -> None:
+    unused = [o for o in overridden if o.lstrip("+~").split("=")[0].split(".")[0] == "retriever"]
+    if unused:
+        raise ValueError(f"{unused[0]!r} changes nothing in {config.combination.name}, whose members come from "
+                         f"`retrievers`: set retrievers.<member>.<setting> (members: "
+                         f"{', '.join(config.combination.members)})")
+    missing = [m for m in config.combination.members if m not in config.retrievers]
+    if missing:
+        raise ValueError(f"combination.members {missing} have no config under `retrievers` (known: "
+                         f"{sorted(config.retrievers)}); add one with +retriever@retrievers.<name>=<option>")
+
+
+def check_endpoint(config: OPIConfig) -> None:
+    """What sends requests through the LLM endpoint needs one."""
+    needs_endpoint = [what for what, needed in [
+        (f"the classifier {config.classifier.name}", "client" in components.accepted(type(config.classifier),
+                                                                                       ["client"])),
+        ("metrics.correctness", config.metrics.correctness), ("metrics.judge", config.metrics.judge)] if needed]
+    if needs_endpoint and not config.llm.endpoint:
+        raise ValueError(f"{' and '.join(needs_endpoint)} send requests through the configured LLM endpoint, and "
+                         f"llm={config.llm.name} has none: choose an OpenAI-compatible llm (llm=gpt-4o, llm=local, ...)")
+
+
+def checked(cfg: DictConfig) -> OPIConfig:
+    """The typed configuration of a Hydra job after every check; a problem exits 2 with the reason, in one line."""
+    composed()
+    overridden = list(HydraConfig.get().overrides.task) if HydraConfig.initialized() else []
+    try:
+        return typed(cfg, overridden)
+    except ValueError as err:
+        log.error("invalid configuration: %s", err)
+        sys.exit(EXIT_USER_ERROR)

@@ -1,0 +1,84 @@
+"""One configuration as one Prefect flow run: its whole result read from the cache under ``configuration_key``, or
+computed stage by stage (``flows.run.stages``), with this run's embedding work counted."""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+from prefect.utilities.hashing import hash_objects
+
+from flows.orchestration.cache import read_kept, keep
+from flows.orchestration.code import code_version
+from flows.orchestration.runners import task_runner
+from flows.orchestration.server import run_flow
+from flows.orchestration.tasks import USES, RegisteredModel, embedder_for
+from flows.run.data import Data, load_data, training_for, training_key
+from flows.run.identity import describe, effective_settings
+from flows.run.stages import run_stages
+from flows.tracking.registry import resolve_registered
+from opi.schemas import OPIConfig
+
+log = logging.getLogger("opi")
+FLOWS = Path(__file__).resolve().parent.parent  # the flow code that assembles a configuration's result
+
+
+def result_code(config: OPIConfig) -> str:
+    """The source a configuration's whole result depends on: every stage's modules and components, the metrics,
+    and the flow code that assembles them."""
+    used = [module for modules in USES.values() for module in modules if module != "opi.report"]
+    files = [*(FLOWS / "run").glob("*.py"), *(FLOWS / "orchestration").glob("*.py")]
+    return code_version(*used, "opi.metrics.configuration", "opi.predictions", *config.members().values(),
+                        config.combination, config.llm.reader, config.classifier, files=files)
+
+
+def configuration_key(config: OPIConfig, data: Data, registered: RegisteredModel | None) -> str:
+    """Everything a configuration's result depends on: its effective settings (not where runs are logged or how
+    tasks are scheduled), the data's content (and the classifier's training data), the registered classifier
+    version and the source it runs."""
+    settings = {name: value for name, value in effective_settings(config).items()
+                if name not in ("tracking", "orchestration", "paths")}
+    settings["report"].pop("enabled")
+    training = training_for(config, data) if config.relations.gold != "none" else None
+    return "configuration-" + hash_objects(
+        settings, config.paths.llm_cache, data.examples.content_hash, data.contexts.content_hash,
+        training_key(training), registered.uri if registered else None, result_code(config), raise_on_failure=True)
+
+
+def run_configuration(config: OPIConfig) -> dict[str, Any]:
+    """One configuration's metrics and tables: kept whole under ``configuration_key`` (a re-run reads one result),
+    else computed stage by stage (each stage cached on its own inputs, shared with other configurations)."""
+    data = load_data(config)
+    cache_dir, started = config.paths.cache_dir, time.perf_counter()
+    embedder = embedder_for(config.embedding)  # the process's shared one (on Dask, workers have their own)
+    embedded_before = embedder.texts_embedded
+    registered = resolve_registered(config)
+    key = configuration_key(config, data, registered)
+    kept = read_kept(cache_dir, key)
+    if kept is not None:
+        result = kept
+        counts = {"cache_hits": kept["stages"], "cache_misses": 0, "seconds_lookup": time.perf_counter() - started}
+    else:
+        result, counts = run_stages(config, data, registered)
+        keep(cache_dir, key, result)
+    log.info("%s: %d of %d stage results reused from the cache%s", describe(config).name, counts["cache_hits"],
+             result["stages"], " (the configuration's whole result, one read)" if kept is not None else "")
+    metrics = {**result["metrics"], **counts,
+               # embedding work in this job, and in this process so far (texts run through the model vs distinct)
+               "texts_embedded": embedder.texts_embedded - embedded_before,
+               "embedder_texts_embedded_total": embedder.texts_embedded,
+               "embedder_unique_texts": embedder.unique_texts,
+               "embedder_texts_requested_total": embedder.texts_embedded + embedder.cache_hits}
+    return {"metrics": metrics, "predictions": result["predictions"], "per_relation": result["per_relation"]}
+
+
+def evaluate(config: OPIConfig) -> dict[str, Any]:
+    """The configuration as one Prefect flow run. It travels by closure, not as a flow parameter: Prefect keeps no
+    copy of it (or of an ``llm.base_url`` with credentials in it) in its database."""
+    @flow(name="opi-evaluate", flow_run_name=describe(config).name, task_runner=task_runner(config.orchestration))
+    def evaluate_configuration() -> dict[str, Any]:
+        return run_configuration(config)
+
+    return run_flow(evaluate_configuration)

@@ -1,0 +1,75 @@
+"""What a configuration is, and what its results depend on, as plain data.
+
+- ``describe``: its identity (display name, kind, setup, members) as fields, never parsed from a name: MLflow tags
+  and report fields.
+- ``effective_settings``: the settings a configuration's results depend on, for MLflow params and the
+  configuration's cache key: the combination's members' settings, not the unused ``retriever`` node, and the other
+  way round.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from opi import components
+from opi.schemas import OPIConfig
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a configuration is, as MLflow tags and report fields."""
+    setup: str  # kNN, A-Four, ...
+    kind: str  # single | A- | S-
+    members: tuple[str, ...]  # the retrievers it runs (display names)
+    name: str  # the run name: setup | reader | classifier
+    bound: str | None = None  # lower (random) or upper (oracle): a reference point, not a contender
+
+    def tags(self) -> dict[str, str]:
+        return {"opi.setup": self.setup, "opi.kind": self.kind, "opi.members": ",".join(self.members),
+                **({"opi.bound": self.bound} if self.bound else {})}
+
+
+def describe(config: OPIConfig) -> Identity:
+    members = tuple(getattr(r, "name", type(r).__name__) for r in config.members().values())
+    setup = members[0] if config.single else config.combination.name
+    classifier = getattr(config.classifier, "name", type(config.classifier).__name__)
+    bound = getattr(config.retriever, "bound", None) if config.single else None
+    return Identity(setup, config.combination.kind, members, f"{setup} | {config.llm.name} | {classifier}", bound)
+
+
+def settings_of(component: Any) -> dict[str, Any]:
+    """A built component's settings (``_target_`` + fields that are not resources), as plain data."""
+    if dataclasses.is_dataclass(component):
+        values = {f.name: getattr(component, f.name) for f in dataclasses.fields(component)
+                  if f.init and f.name not in components.RESOURCES}
+    else:
+        values = {k: v for k, v in vars(component).items() if not k.startswith("_") and k not in components.RESOURCES}
+    return {"_target_": components.target_of(type(component)), **plain(values)}
+
+
+def plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+def effective_settings(config: OPIConfig) -> dict[str, Any]:
+    """Every setting of the configuration as plain data, components by their settings, with only the retrievers
+    it runs: ``retriever`` for a single one, ``retrievers.<member>`` for a combination."""
+    settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name != "train"}
+    members = {name: settings_of(r) for name, r in config.members().items()}
+    if config.single:
+        settings["retriever"] = members["retriever"]
+        settings.pop("retrievers")
+    else:
+        settings["retrievers"] = members
+        settings.pop("retriever")
+    settings["combination"] = settings_of(config.combination)
+    settings["classifier"] = settings_of(config.classifier)
+    settings["llm"] = {**plain(config.llm), "reader": settings_of(config.llm.reader)}
+    return {name: plain(value) for name, value in settings.items()}

@@ -1,0 +1,58 @@
+"""Where a configuration's results go: its predictions and per-relation table in Hydra's output folder (written
+whole or not at all) and, with tracking on, its MLflow run."""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Callable
+
+from hydra.core.hydra_config import HydraConfig
+
+from flows.run.identity import describe, effective_settings
+from flows.run.redaction import scrub_files
+from flows.tracking.runs import log_run
+from opi.llm.prompts import load_prompt
+from opi.schemas import OPIConfig
+
+log = logging.getLogger("opi")
+
+
+def scrub_hydra_outputs() -> None:
+    """Hydra saved this job's config and overrides (and a sweep's multirun.yaml) as given: without credentials."""
+    if not HydraConfig.initialized():
+        return
+    hydra_config = HydraConfig.get()
+    output = Path(hydra_config.runtime.output_dir)
+    scrub_files(*(output / ".hydra").glob("*.yaml"), Path(hydra_config.sweep.dir) / "multirun.yaml")
+
+
+def prompt_tags(config: OPIConfig) -> dict[str, str]:
+    """Which prompt texts (by content hash) produced this run's LLM answers and labels."""
+    tags = {}
+    if config.llm.endpoint and hasattr(config.llm.reader, "prompt"):
+        tags["opi.prompt.answer"] = load_prompt(config.llm.reader.prompt).version
+    if hasattr(config.classifier, "prompt"):
+        tags["opi.prompt.relation"] = load_prompt(config.classifier.prompt).version
+    return tags
+
+
+def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """Write-then-rename: a run killed mid-write leaves no half file under a final name."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # one name per writer
+    write(partial)
+    os.replace(partial, path)
+
+
+def record(config: OPIConfig, result: dict) -> None:
+    """The configuration's predictions and table in the Hydra output folder, and its MLflow run."""
+    output = Path(HydraConfig.get().runtime.output_dir)
+    write_atomically(output / "predictions.parquet", lambda path: result["predictions"].to_parquet(path, index=False))
+    write_atomically(output / "per_relation.csv", lambda path: result["per_relation"].to_csv(path, index=False))
+    if config.tracking.enabled:
+        identity = describe(config)
+        run_id = log_run(config.tracking, identity.name, effective_settings(config), result["metrics"],
+                         {"predictions.parquet": result["predictions"], "per_relation.csv": result["per_relation"]},
+                         {"opi.role": "configuration", "gold_relation_source": config.relations.gold,
+                          **identity.tags(), **prompt_tags(config)})
+        log.info("MLflow run %s", run_id)

@@ -1,0 +1,136 @@
+"""The stages of one configuration, as cached task calls (``flows.orchestration.tasks``), in the order the data
+walks: articles chunked -> member rankings (to a depth, shared by every k) -> cut and combined -> sentences ->
+answers -> relations -> answer similarity (-> LLM-scored answer metrics) -> per-example rows -> metrics."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from prefect.utilities.hashing import hash_objects
+
+from flows.orchestration import tasks
+from flows.orchestration.cache import HashedDict, StageCalls, hashed
+from flows.orchestration.tasks import RegisteredModel, StageContext, code_for
+from flows.run.data import Data, training_for
+from flows.run.preflight import notice_once
+from opi.articles import Article, corpus_view
+from opi.classify import training_warnings
+from opi.metrics.configuration import configuration_metrics, usage_totals
+from opi.predictions import prediction_rows, with_scores
+from opi.relations import UNKNOWN, Triple
+from opi.retrieval import combine, cut, sentence_texts
+from opi.schemas import OPIConfig
+
+log = logging.getLogger("opi")
+_ARTICLES: dict[tuple, Any] = {}  # the chunked articles of the last dataset: every job of a sweep needs them
+
+
+def chunked_articles(config: OPIConfig, data: Data, stages: StageCalls) -> dict[str, Article]:
+    """Every article of the data, segmented and chunked (a cached task; read once per process), as the
+    retrievers see them: one index per article, or one over the corpus."""
+    code = code_for(tasks.chunk_articles)
+    key = (data.contexts.content_hash, dataclasses.astuple(config.chunking), code)
+    if key in _ARTICLES:  # one read of the cached result per process, not one per job (22 MB at 2,400 rows)
+        stages.hits += 1
+        articles = _ARTICLES[key]
+    else:
+        articles = hashed(stages.call("chunking", tasks.chunk_articles, data.contexts, config.chunking, code))
+        _ARTICLES.clear()
+        _ARTICLES[key] = articles
+    if config.retrieval.scope == "article":
+        return articles
+    corpus = HashedDict(corpus_view(articles))
+    corpus.content_hash = hash_objects("corpus", articles.content_hash)  # not the merged text once per article
+    return corpus
+
+
+def ranking_depth(config: OPIConfig) -> int:
+    """How deep the members' rankings are computed: ``retrieval.depth``, or deeper for a member's larger ``k``."""
+    return max(config.retrieval.depth, *(member.k for member in config.members().values()))
+
+
+def retrieve(config: OPIConfig, data: Data, articles: dict[str, Article], stages: StageCalls) -> dict:
+    """Each example's retrieved chunks and complete sentences: member rankings (cached per member's settings, so
+    kNN alone and kNN inside A-Four share work, whatever their k), each cut to its member's k, combined."""
+    depth, members = ranking_depth(config), list(config.members().values())
+    rankings = stages.call_many("retrieval", tasks.rank, *[
+        (member, depth, data.examples, articles, config.embedding, code_for(tasks.rank, member))
+        for member in members])
+    return combine(config.combination, [cut(ranked, member.k) for ranked, member in zip(rankings, members)],
+                   data.examples, articles)
+
+
+def relation_stages(config: OPIConfig, data: Data, applied: list, registered: RegisteredModel | None,
+                    stages: StageCalls) -> dict[str, Any]:
+    """Gold relations (the data's, or the classifier's on the gold triples) and predicted ones (the classifier's
+    on the generated answers); with ``relations.gold=none``, neither."""
+    examples = data.examples
+    if config.relations.gold == "none":
+        return {"examples": examples, "predicted": [None] * len(examples), "question_only": None, "metrics": {},
+                "usage": {}}
+    training = training_for(config, data)
+    context = StageContext(config.embedding, config.relations.set, config.seed, config.paths.llm_cache)
+    code, ids = code_for(tasks.classify, config.classifier), [e.id for e in examples]
+
+    def classify(triples: list) -> dict[str, Any]:
+        return stages.call("classification", tasks.classify, config.classifier, config.llm, training, ids, triples,
+                           context, code, registered)
+
+    predicted = classify(applied)
+    metrics, usage = dict(predicted["counts"]), dict(predicted["usage"])
+    if config.relations.gold == "classifier":
+        gold = classify(hashed([Triple(e.context, e.question, e.answer) for e in examples]))
+        examples = [dataclasses.replace(e, relation=label if label != UNKNOWN else None)
+                    for e, label in zip(examples, gold["predicted"])]
+        usage = added(usage, gold["usage"])
+    # how much of LRCR the question alone explains: the same classifier, text and answer blanked (one result a sweep)
+    question_only = classify(hashed([Triple("", e.question, "") for e in examples]))
+    usage = added(usage, question_only["usage"])
+    if training is not None:  # the same for every configuration of a sweep: one cached result
+        metrics["classifier_cv_accuracy"] = stages.call(
+            "classification", tasks.classifier_accuracy, config.classifier, training, context,
+            code_for(tasks.classifier_accuracy, config.classifier))
+        for warning in training_warnings(training.labels, metrics["classifier_cv_accuracy"]):
+            notice_once(warning)
+    return {"examples": examples, "predicted": predicted["predicted"], "question_only": question_only["predicted"],
+            "metrics": metrics, "usage": usage}
+
+
+def added(first: dict[str, float], second: dict[str, float]) -> dict[str, float]:
+    return {k: first.get(k, 0.0) + second.get(k, 0.0) for k in {*first, *second}}
+
+
+def run_stages(config: OPIConfig, data: Data, registered: RegisteredModel | None
+               ) -> tuple[dict[str, Any], dict[str, float]]:
+    """All stages of one configuration: (result, this run's cache counts and seconds)."""
+    examples, llm_cache = data.examples, config.paths.llm_cache
+    stages = StageCalls(config.paths.cache_dir, quote_inputs=config.orchestration.runner == "threads")
+    articles = chunked_articles(config, data, stages)
+    retrieved = retrieve(config, data, articles, stages)
+    texts = [sentence_texts(e, articles, retrieved[e.id]) for e in examples]
+    questions, truths = [e.question for e in examples], [e.answer for e in examples]
+    generation = stages.call("generation", tasks.answer, config.llm, questions, texts, config.embedding, llm_cache,
+                             code_for(tasks.answer, config.llm.reader))
+    answers = generation["answers"]
+    applied = hashed([Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)])
+    relations = relation_stages(config, data, applied, registered, stages)
+    similarities = stages.call("scoring", tasks.answer_similarity, truths, answers, config.embedding,
+                               code_for(tasks.answer_similarity))
+    rows = prediction_rows(relations["examples"], retrieved, texts, answers, relations["predicted"], similarities,
+                           articles if config.retrieval.scope == "corpus" else None)
+    if relations["question_only"] is not None:
+        rows["predicted_relation_question_only"] = relations["question_only"]
+    quality = {"columns": {}, "counts": {}, "usage": {}}
+    if config.metrics.correctness or config.metrics.judge:
+        quality = stages.call("answer-metrics", tasks.answer_quality, config.metrics, config.llm, questions, truths,
+                              answers, similarities, llm_cache, code_for(tasks.answer_quality))
+        rows = with_scores(rows, quality["columns"])
+    metrics, table = configuration_metrics(rows, data.relation_set.labels, config.metrics.betas,
+                                           config.metrics.beta, config.report.confidence, config.report.resamples,
+                                           config.seed)
+    usage = {**generation["usage"], **relations["usage"], **quality["usage"]}
+    metrics.update({**relations["metrics"], **quality["counts"], **usage, **usage_totals(usage),
+                    "rows_dropped": float(sum(data.report.dropped.values()))})
+    return ({"metrics": metrics, "predictions": rows, "per_relation": table, "stages": stages.hits + stages.misses},
+            stages.counts())

@@ -1,0 +1,58 @@
+"""Where a run writes (the MLflow store, its artifacts, the stage cache, the LLM call cache), checked before any
+work: a folder that is a file, a read-only store or a nearly full disk is one line, not a traceback after the
+stages ran."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from flows.orchestration.server import prefect_home, uses_temporary_server
+from opi.schemas import OPIConfig
+
+MIN_FREE_MB = 200  # below this a sweep's cache and artifacts would fill the disk mid-run
+
+
+class StoreError(OSError):
+    """A place a run writes to that it cannot use."""
+
+
+def writable_folder(folder: Path, what: str) -> None:
+    """``folder`` exists (or can be created) as a writable directory, on a disk with room."""
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise StoreError(f"{what}: {existing} is a file, not a folder; move it away or point {what} elsewhere")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise StoreError(f"{what}: {existing} is not writable by this user; fix its permissions or point {what} "
+                         "elsewhere")
+    free_mb = shutil.disk_usage(existing).free / 2**20
+    if free_mb < MIN_FREE_MB:
+        raise StoreError(f"{what}: only {free_mb:.0f} MB free on the disk of {existing} (at least {MIN_FREE_MB} MB "
+                         "needed); free some space or point it at another disk")
+
+
+def writable_file(path: Path, what: str) -> None:
+    writable_folder(path.parent, what)
+    if path.exists() and (path.is_dir() or not os.access(path, os.W_OK)):
+        raise StoreError(f"{what}: {path} is {'a folder' if path.is_dir() else 'read-only'}; "
+                         f"it must be a writable file")
+
+
+def check_stores(config: OPIConfig) -> None:
+    """Every place the run writes, before any work: one ``StoreError`` naming the first that cannot be used."""
+    if uses_temporary_server():  # its database lives there
+        writable_folder(prefect_home(), "PREFECT_HOME")
+    writable_folder(Path(config.paths.cache_dir), "paths.cache_dir")
+    writable_file(Path(config.paths.llm_cache), "paths.llm_cache")
+    if not config.tracking.enabled:
+        return
+    uri = config.tracking.tracking_uri
+    if uri.startswith("sqlite:///"):
+        writable_file(Path(uri.removeprefix("sqlite:///")), "tracking.tracking_uri")
+    elif uri.startswith("file:") or "://" not in uri:
+        writable_folder(Path(uri.removeprefix("file://").removeprefix("file:")), "tracking.tracking_uri")
+    location = config.tracking.artifact_location
+    if location and "://" not in location:
+        writable_folder(Path(location), "tracking.artifact_location")

@@ -1,0 +1,68 @@
+"""The sweep's parent MLflow run, as a Hydra callback: opened when a multirun starts (after ``Preflight`` has
+checked it), every job a child of it, closed with the comparison table and the report when the multirun ends, or
+as KILLED when the process stops early. Only tracking: with ``tracking=none`` it does nothing."""
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from mlflow import MlflowClient
+from omegaconf import DictConfig, OmegaConf
+
+from flows.run.progress import planned, ui_pointer
+from flows.tracking.runs import PARENT_ENV, run_tags
+from flows.tracking.store import open_experiment
+from flows.tracking.sweep_report import log_sweep_report, log_sweep_summary
+from opi.report import ReportSettings
+from opi.schemas import ReportConfig, TrackingConfig
+from opi.secrets import redact_text
+
+log = logging.getLogger("opi")
+
+
+def close_if_open(tracking_uri: str, run_id: str) -> None:
+    client = MlflowClient(tracking_uri)
+    if client.get_run(run_id).info.status == "RUNNING":
+        client.set_terminated(run_id, status="KILLED")
+
+
+class MultirunParentRun(Callback):
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        tracking: TrackingConfig = OmegaConf.to_object(config.tracking)
+        if not tracking.enabled:
+            return
+        client, experiment_id = open_experiment(tracking)
+        overrides = redact_text(" ".join(config.hydra.overrides.task)) or "defaults"
+        experiment = config.hydra.runtime.choices.get("experiment") or "sweep"
+        size = planned()
+        run = client.create_run(experiment_id, run_name=f"{experiment} | {overrides}"[:200],
+                                tags={"opi.role": "sweep", **run_tags(tracking),
+                                      **({"opi.planned_configurations": str(size)} if size else {})})
+        os.environ[PARENT_ENV] = run.info.run_id
+        # interrupted (Ctrl-C, an exception): the parent must not stay RUNNING; normal ends close it below first
+        atexit.register(close_if_open, tracking.tracking_uri, run.info.run_id)
+        log.info("MLflow parent run %s (experiment %s)", run.info.run_id, tracking.experiment)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        parent = os.environ.pop(PARENT_ENV, None)
+        if parent is None:
+            return
+        tracking: TrackingConfig = OmegaConf.to_object(config.tracking)
+        client = MlflowClient(tracking.tracking_uri)
+        log_sweep_summary(client, parent)
+        report: ReportConfig = OmegaConf.to_object(config.report)
+        if report.enabled:
+            try:
+                log_sweep_report(client, parent, ReportSettings(report, config.metrics.beta, config.seed),
+                                 cache_dir=config.paths.cache_dir)
+            except Exception as err:  # the runs are logged; a report problem must not leave the parent open
+                log.warning("sweep report failed (%s: %s); rebuild it with: opi-report --sweep %s",
+                            type(err).__name__, err, parent)
+                client.set_tag(parent, "opi.report_error", f"{type(err).__name__}: {err}"[:500])
+        client.set_terminated(parent, status="FINISHED")
+        run = client.get_run(parent)
+        size = int(run.data.metrics.get("configurations", 0))
+        log.info("%s", ui_pointer(tracking.tracking_uri, run.info.experiment_id, parent, size))

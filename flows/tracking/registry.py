@@ -1,0 +1,28 @@
+"""The MLflow model registry: a registered relation classifier named by alias resolved to its version, so that a
+new version under the alias is not served from the cache of the old one."""
+from __future__ import annotations
+
+import logging
+
+from mlflow import MlflowClient
+
+from flows.orchestration.tasks import RegisteredModel
+from opi.schemas import OPIConfig
+
+log = logging.getLogger("opi")
+
+
+def resolve_registered(config: OPIConfig) -> RegisteredModel | None:
+    """``classifier.registered`` (``models:/name@alias`` or ``models:/name/<version>``) as a version and the place
+    its files are; None when the classifier is not a registered model."""
+    uri = getattr(config.classifier, "registered", None)
+    if not uri:
+        return None
+    client = MlflowClient(config.tracking.tracking_uri)
+    name, _, rest = uri.removeprefix("models:/").partition("@")
+    if rest:
+        version = client.get_model_version_by_alias(name, rest).version
+        log.info("relation classifier %s is version %s (no cross-fitting: it was trained elsewhere)", uri, version)
+    else:
+        name, _, version = name.partition("/")
+    return RegisteredModel(f"models:/{name}/{version}", client.get_model_version_download_uri(name, version))

@@ -1,0 +1,65 @@
+"""One run per configuration (nested under the sweep's parent run when there is one), its settings as params and
+``config.yaml``, its metrics and tables: never a secret (``opi.secrets``)."""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mlflow.entities import Metric, Param
+from omegaconf import OmegaConf
+
+from flows.tracking.owners import this_process
+from flows.tracking.store import open_experiment
+from opi.schemas import TrackingConfig
+from opi.secrets import is_secret_name, redact_values
+
+PARENT_ENV = "OPI_PARENT_RUN_ID"  # set by the sweep's parent run for its jobs (and the processes they start)
+
+
+def flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Dotted keys -> values, without secret-named settings and with credentials in values redacted."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, name + "."))
+        elif not is_secret_name(name):
+            flat[name] = redact_values(value)
+    return flat
+
+
+def run_tags(tracking: TrackingConfig) -> dict[str, str]:
+    """Tags of every run OPI opens: its owner process (for fail_orphans) and the sweep's label, if any."""
+    host, pid = this_process()
+    return {"opi.host": host, "opi.pid": pid, **({"opi.label": tracking.label} if tracking.label else {})}
+
+
+def log_run(tracking: TrackingConfig, run_name: str, settings: dict[str, Any], metrics: dict[str, float],
+            tables: dict[str, Any], tags: dict[str, str]) -> str:
+    """Log one configuration's run; returns its id. ``settings``: its effective settings as plain data."""
+    client, experiment_id = open_experiment(tracking)
+    parent = os.environ.get(PARENT_ENV)
+    all_tags = {**tags, **run_tags(tracking), **({"mlflow.parentRunId": parent} if parent else {})}
+    run = client.create_run(experiment_id, run_name=run_name, tags=all_tags)
+    try:
+        now = int(time.time() * 1000)
+        client.log_batch(run.info.run_id,
+                         metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+                         params=[Param(k, str(v)[:6000]) for k, v in flatten(settings).items()])
+        with tempfile.TemporaryDirectory() as folder:
+            for name, frame in tables.items():
+                path = Path(folder) / name
+                if name.endswith(".parquet"):
+                    frame.to_parquet(path, index=False)
+                else:
+                    frame.to_csv(path, index=False)
+            (Path(folder) / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact_values(settings))))
+            client.log_artifacts(run.info.run_id, folder)
+    except BaseException:
+        client.set_terminated(run.info.run_id, status="FAILED")
+        raise
+    client.set_terminated(run.info.run_id, status="FINISHED")
+    return run.info.run_id

@@ -1,0 +1,79 @@
+"""Finished sweeps in the MLflow store: a sweep's parent run and its children, their predictions, and what a sweep
+planned against what it has."""
+from __future__ import annotations
+
+import logging
+import tempfile
+from typing import Any
+
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+
+from flows.run.errors import CommandError
+
+log = logging.getLogger("opi")
+
+
+def children(client: MlflowClient, parent: str) -> list:
+    return client.search_runs([client.get_run(parent).info.experiment_id], f"tags.mlflow.parentRunId = '{parent}'",
+                              order_by=["attributes.start_time ASC"])
+
+
+def child_predictions(client: MlflowClient, parent: str, runs: list | None = None
+                      ) -> dict[str, tuple[Any, pd.DataFrame]]:
+    """Configuration name -> (child run, its predictions.parquet); ``runs``: the children, if already found."""
+    found = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for run in children(client, parent) if runs is None else runs:
+            try:
+                path = client.download_artifacts(run.info.run_id, "predictions.parquet", folder)
+            except Exception:  # a child that failed before logging: the report covers the others and says so
+                log.warning("run %s (%s) has no predictions; left out of the report", run.info.run_id,
+                            run.info.run_name)
+                continue
+            found[run.info.run_name] = (run, pd.read_parquet(path))
+    return found
+
+
+def existing_run(client: MlflowClient, run_id: str, what: str, hint: str):
+    """The run; for an id this store does not have, a CommandError naming it instead of MLflow's traceback."""
+    try:
+        return client.get_run(run_id)
+    except MlflowException:
+        raise CommandError(f"{what} {run_id} is not in this MLflow store: {hint}") from None
+
+
+def find_sweep(client: MlflowClient, experiment: str, sweep: str | None) -> str:
+    """The given parent run, or the experiment's latest sweep that has child runs."""
+    if sweep:
+        role = existing_run(client, sweep, "--sweep", "give a sweep's parent run id (the MLflow UI shows it) or "
+                            "leave --sweep out for the latest sweep").data.tags.get("opi.role")
+        if role != "sweep":
+            raise CommandError(f"--sweep {sweep} is not a sweep's parent run (opi.role is {role!r})")
+        return sweep
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        raise CommandError(f"no MLflow experiment {experiment!r} in this store: run a sweep first (opi-eval -m ...)")
+    for run in client.search_runs([found.experiment_id], "tags.`opi.role` = 'sweep'", order_by=["start_time DESC"]):
+        if children(client, run.info.run_id):
+            return run.info.run_id
+    raise CommandError(f"experiment {experiment!r} has no finished sweep with child runs: run one with opi-eval -m ...")
+
+
+def sweep_settings(client: MlflowClient, parent: str) -> dict[str, str]:
+    """The settings a sweep ran with (the params of its first child)."""
+    runs = children(client, parent)
+    return dict(runs[0].data.params) if runs else {}
+
+
+def sweep_incomplete(parent, found: int) -> str | None:
+    """Why a sweep's report covers fewer configurations than the sweep planned (killed, failed, jobs missing)."""
+    planned = parent.data.tags.get("opi.planned_configurations")
+    of = f" of {planned}" if planned else ""
+    if parent.info.status in ("KILLED", "FAILED"):
+        return (f"it ended {parent.info.status} before it finished; {found}{of} configurations have results and "
+                "this report covers only those (run the same command again to finish it)")
+    if planned and found < int(planned):
+        return f"only {found}{of} configurations have results; this report covers only those"
+    return None

@@ -1,0 +1,1 @@
+"""Training the relation classifier (``opi-train-classifier``)."""

@@ -1,0 +1,37 @@
+"""What every command does first: quiet, offline defaults that a user's own environment overrides, -v taken off
+the command line (and kept for the processes it starts)."""
+import json
+import subprocess
+import sys
+
+PROBE = """
+import json, os, sys, warnings
+from flows.cli.start import start_command
+start_command()
+print(json.dumps({"argv": sys.argv[1:], "env": {k: os.environ.get(k) for k in
+      ("HF_HUB_OFFLINE", "DO_NOT_TRACK", "PREFECT_LOGGING_LEVEL", "OPI_VERBOSE", "OPI_RUN_TAG", "NO_PROXY")},
+      "pid": os.getpid(), "quiet_notices": any(f[0] == "ignore" and f[1] is not None and "sunset" in f[1].pattern
+                                               for f in warnings.filters)}))
+"""
+
+
+def start(*argv: str, env: dict) -> dict:
+    result = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, timeout=120,
+                            env={"PATH": "/usr/bin:/bin", **env})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_defaults_are_set_and_a_users_own_value_wins():
+    seen = start("seed=1", env={"HF_HUB_OFFLINE": "0", "NO_PROXY": "corp.example"})
+    assert seen["argv"] == ["seed=1"]
+    assert seen["env"]["HF_HUB_OFFLINE"] == "0" and seen["env"]["DO_NOT_TRACK"] == "true"
+    assert seen["env"]["PREFECT_LOGGING_LEVEL"] == "WARNING" and seen["quiet_notices"]
+    assert seen["env"]["NO_PROXY"] == "corp.example,127.0.0.1,localhost"
+    assert seen["env"]["OPI_RUN_TAG"] == str(seen["pid"])
+
+
+def test_verbose_is_taken_off_the_command_line_and_keeps_third_party_output():
+    seen = start("-v", "seed=1", env={})
+    assert seen["argv"] == ["seed=1"] and seen["env"]["OPI_VERBOSE"] == "1"
+    assert seen["env"]["PREFECT_LOGGING_LEVEL"] is None and not seen["quiet_notices"]

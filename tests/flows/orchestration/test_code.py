@@ -1,0 +1,75 @@
+"""Cache keys follow the code that produced the result: a stage's key covers the modules it runs and what they
+import inside opi (and a user's own component's package), not every file of opi."""
+import os
+import sys
+import textwrap
+
+import pytest
+
+from flows.orchestration import code, tasks
+from opi.retrievers import BM25Retriever, KNNRetriever
+
+
+def test_a_stage_depends_on_the_modules_it_runs_and_their_imports_only():
+    ranking = code.closure("opi.retrieval") | code.closure("opi.retrievers.lexical")
+    assert {"opi.retrieval", "opi.retrievers.base", "opi.retrievers.lexical", "opi.chunking", "opi.combine"} <= ranking
+    assert "opi.report" not in ranking and "opi.metrics.stats" not in ranking
+    assert "opi.report" in code.closure("opi.report") and "opi.metrics.stats" in code.closure("opi.report")
+
+
+def test_function_local_and_relative_imports_count(tmp_path, monkeypatch):
+    package = tmp_path / "mine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "main.py").write_text("def f():\n    from . import helper\n    import opi.secrets\n")
+    (package / "helper.py").write_text("X = 1\n")
+    (package / "unused.py").write_text("Y = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = code.closure("mine.main")
+    assert {"mine", "mine.main", "mine.helper", "opi.secrets"} <= found and "mine.unused" not in found
+
+
+def edited(monkeypatch, name: str):
+    """Make the source of files called ``name`` read as edited (a docstring changed), without touching them."""
+    real = code.source
+    monkeypatch.setattr(code, "source", lambda path: real(path) + (b"\n# edited" if path.name == name else b""))
+
+
+def test_an_edit_elsewhere_keeps_the_ranking_key_and_an_edit_in_a_used_module_changes_it(monkeypatch):
+    before, report = tasks.code_for(tasks.rank, BM25Retriever()), tasks.code_for(tasks.sweep_report)
+    edited(monkeypatch, "report.py")
+    assert tasks.code_for(tasks.rank, BM25Retriever()) == before  # rankings keep their cache
+    assert tasks.code_for(tasks.sweep_report) != report  # the report is built again
+    monkeypatch.undo()
+    edited(monkeypatch, "lexical.py")
+    assert tasks.code_for(tasks.rank, BM25Retriever()) != before  # the retriever's own module
+    assert tasks.code_for(tasks.rank, KNNRetriever()) == tasks.code_for(tasks.rank, KNNRetriever())
+    monkeypatch.undo()
+    edited(monkeypatch, "retrieval.py")
+    assert tasks.code_for(tasks.rank, BM25Retriever()) != before  # the stage's own module
+
+
+def test_a_component_of_your_own_is_keyed_on_its_source(tmp_path, monkeypatch):
+    module = tmp_path / "my_retriever.py"
+    module.write_text(textwrap.dedent("""
+        from dataclasses import dataclass
+        from opi.retrievers.base import Retriever
+
+        @dataclass
+        class Mine(Retriever):
+            def score(self, questions, chunks):
+                return [[1.0] * len(chunks) for _ in questions]
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from my_retriever import Mine
+
+    before = tasks.code_for(tasks.rank, Mine())
+    module.write_text(module.read_text().replace("1.0", "2.0"))  # the user edits their retriever
+    os.utime(module, ns=(1, 1))  # a new stamp, as any edit gives (the same second could keep the old one)
+    assert tasks.code_for(tasks.rank, Mine()) != before
+    sys.modules.pop("my_retriever", None)
+
+
+@pytest.mark.parametrize("stage", sorted(tasks.USES))
+def test_every_stage_names_the_modules_it_calls(stage):
+    assert all(code.module_file(module) is not None for module in tasks.USES[stage])

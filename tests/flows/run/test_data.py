@@ -1,0 +1,30 @@
+"""A configuration's data: read once per process, and the classifier's training data built and hashed once."""
+from flows.orchestration import cache
+from flows.run import data as run_data
+from opi.data import Example
+
+
+def examples(*answers):
+    return [Example(f"e{i}", "An article.", "A question?", answer, "direct_matching") for i, answer in enumerate(answers)]
+
+
+def test_training_data_is_hashed_once_per_dataset(monkeypatch):
+    calls = []
+    real_hashed = cache.hashed
+    monkeypatch.setattr(run_data, "hashed", lambda value, known=None: calls.append(len(value)) or real_hashed(value,
+                                                                                                             known))
+    pool = examples("yes", "no", "maybe")
+    data = run_data.Data(None, real_hashed(pool[:2]), pool, None, [], "all")  # filtered: 2 of the pool's 3
+    first, again = data.pool_training, data.pool_training
+    assert again is first and calls == [3]  # asked for twice (as every job does), built and hashed once
+    assert list(first.ids) == ["e0", "e1", "e2"] and list(first.labels) == ["direct_matching"] * 3 and first.cross_fit
+    assert first.triples.content_hash == real_hashed(list(first.triples)).content_hash
+    other = run_data.Data(None, real_hashed(pool[:2]), examples("yes", "no", "maybe"), None, [], "all").pool_training
+    assert other is not first and other.triples.content_hash == first.triples.content_hash and calls == [3, 3]
+
+    # unfiltered, the pool is the examples: the triples' hash comes from theirs, and follows their content
+    whole = run_data.Data(None, real_hashed(pool), pool, None, [], "all").pool_training
+    changed = examples("yes", "no", "perhaps")
+    assert whole.triples.content_hash == "triples-of-" + real_hashed(pool).content_hash
+    assert run_data.Data(None, real_hashed(changed), changed, None, [], "all").pool_training.triples.content_hash \
+        != whole.triples.content_hash

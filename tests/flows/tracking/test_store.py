@@ -1,0 +1,36 @@
+"""The MLflow store: the experiment created once with its kind tag (no process-wide MLflow state), and runs a dead
+process left RUNNING marked FAILED."""
+import subprocess
+import sys
+
+import mlflow
+
+from flows.tracking import store
+from flows.tracking.runs import run_tags
+from opi.schemas import TrackingConfig
+
+
+def tracking(tmp_path) -> TrackingConfig:
+    return TrackingConfig(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", artifact_location=str(tmp_path / "a"))
+
+
+def test_the_experiment_is_created_once_with_its_kind_and_no_global_state(tmp_path):
+    before = mlflow.get_tracking_uri()
+    client, first = store.open_experiment(tracking(tmp_path))
+    _, again = store.open_experiment(tracking(tmp_path))
+    assert first == again
+    assert client.get_experiment(first).tags[store.KIND_TAG] == "custom_model_development"
+    assert mlflow.get_tracking_uri() == before
+
+
+def test_a_run_left_running_by_a_dead_process_is_marked_failed(tmp_path):
+    client, experiment = store.open_experiment(tracking(tmp_path), "other")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    mine = client.create_run(experiment, tags=run_tags(tracking(tmp_path))).info.run_id  # this process: alive
+    host = run_tags(tracking(tmp_path))["opi.host"]
+    orphan = client.create_run(experiment, tags={"opi.host": host, "opi.pid": dead}).info.run_id
+    foreign = client.create_run(experiment, tags={"opi.host": "elsewhere", "opi.pid": dead}).info.run_id
+    store.fail_orphans(client, experiment)
+    assert client.get_run(orphan).info.status == "FAILED" and "opi.orphaned" in client.get_run(orphan).data.tags
+    assert client.get_run(mine).info.status == "RUNNING" and client.get_run(foreign).info.status == "RUNNING"

@@ -1,0 +1,82 @@
+"""hydra_plugins/opi_sweeper: the basic sweeper's expansion on Hydra's public plugin interfaces, each job composed
+once, and a job that cannot be composed stopping the sweep before any job runs, in one line with exit 2."""
+import subprocess
+
+import pytest
+
+from flows.run.errors import EXIT_USER_ERROR
+from hydra_plugins.opi_sweeper import ComposedOnce, expand
+from tests.helpers.cli import cli_command, cli_environment, run_cli
+
+COUNTING = """
+from hydra.core.plugins import Plugins
+Plugins.instance()  # Hydra's plugin scan executes the plugin modules again: patch after it
+from hydra_plugins import opi_sweeper
+composes = []
+
+class Counting:  # every composition of a job goes through the config loader the sweeper was given
+    def __init__(self, loader):
+        self.loader = loader
+    def load_sweep_config(self, master, overrides):
+        composes.append(" ".join(overrides))
+        return self.loader.load_sweep_config(master, overrides)
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+original = opi_sweeper.ComposedOnce.__init__
+opi_sweeper.ComposedOnce.__init__ = lambda self, loader, master: original(self, Counting(loader), master)
+from flows.cli import evaluate
+try:
+    evaluate.main()
+finally:
+    print("composed:", sorted(composes))
+"""
+
+
+def test_the_sweep_is_the_basic_sweepers_product_params_first():
+    sweep = expand({"setup": "knn,bm25"}, ["seed=0,1", "dataset.limit=3"])
+    assert sweep.jobs == [["setup=knn", "seed=0", "dataset.limit=3"], ["setup=knn", "seed=1", "dataset.limit=3"],
+                          ["setup=bm25", "seed=0", "dataset.limit=3"], ["setup=bm25", "seed=1", "dataset.limit=3"]]
+    assert sweep.replaced == {}
+    replaced = expand({"setup": "knn,bm25"}, ["setup=a_four"])  # the command line wins, as with Hydra's sweeper
+    assert replaced.jobs == [["setup=a_four"]] and replaced.replaced == {"setup": ("setup=knn,bm25", "setup=a_four")}
+
+
+def test_range_sweeps_expand_and_other_sweep_types_are_refused():
+    assert expand({}, ["seed=range(0,3)"]).jobs == [["seed=0"], ["seed=1"], ["seed=2"]]
+    with pytest.raises(Exception, match="does not support sweep type"):
+        expand({}, ["seed=interval(0,1)"])
+
+
+def test_the_launcher_gets_each_composed_configuration_once():
+    class Loader:
+        calls = 0
+
+        def load_sweep_config(self, master, overrides):
+            Loader.calls += 1
+            return {"composed": overrides}
+
+    master, loader = object(), ComposedOnce(Loader(), None)
+    loader.master = master
+    loader.checked[("a=1",)] = {"checked": True}
+    assert loader.load_sweep_config(master, ["a=1"]) == {"checked": True} and Loader.calls == 0
+    assert loader.load_sweep_config(master, ["a=1"]) == {"composed": ["a=1"]} and Loader.calls == 1  # handed once
+
+
+def test_each_job_of_a_sweep_is_composed_once(tmp_path):
+    command = cli_command("flows.cli.evaluate", tmp_path, "-m", "setup=dps,bm25,a_two", "dataset.limit=2",
+                          "tracking=none", "report.enabled=false")
+    command[1:3] = ["-c", COUNTING]  # the same command, through a Python that counts the compositions
+    result = subprocess.run(command, capture_output=True, text=True, env=cli_environment(tmp_path), cwd=tmp_path,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    composed = result.stdout.split("composed: ")[1]
+    assert [composed.count(f"'setup={name} ") for name in ("dps", "bm25", "a_two")] == [1, 1, 1], composed
+    assert "[3/3" in result.stdout + result.stderr
+
+
+def test_a_sweep_value_that_does_not_exist_stops_before_any_job(tmp_path):
+    output = run_cli("flows.cli.evaluate", tmp_path, "-m", "setup=dps,bm26", "dataset.limit=2",
+                     "report.enabled=false", expect=EXIT_USER_ERROR)
+    assert "cannot compose the configuration setup=bm26" in output and "Could not find 'setup/bm26'" in output
+    assert "Traceback" not in output and "[1/2" not in output

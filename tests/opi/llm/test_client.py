@@ -1,0 +1,301 @@
+"""opi.llm.client: the chat client against tests/helpers/fake_openai.py -- retries, rate limits, the call cache,
+usage and cost, and every endpoint fault as one LLMError naming the endpoint (credentials redacted)."""
+import logging
+import re
+import sys
+import threading
+import time
+
+import pytest
+
+from opi.llm.cache import CallCache
+from opi.llm.client import ChatClient, LLMError, LLMInterrupted, TokenWindow, Usage, json_reply_format, object_schema
+from opi.schemas import LLMConfig
+from tests.helpers.fake_openai import FakeOpenAI
+
+HI = [{"role": "user", "content": "hi"}]
+QUESTIONS = [[{"role": "user", "content": f"Question number {i}: what happened in year {1800 + i}?"}]
+             for i in range(40)]
+
+
+def settings(base_url: str, **overrides) -> LLMConfig:
+    values = dict(name="fake", reader=None, model="fake-model", base_url=base_url, api_key_env=None, timeout=2,
+                  max_retries=2, deadline=20, concurrency=4)
+    values.update(overrides)
+    return LLMConfig(**values)
+
+
+def batch(messages):
+    return [(m, None) for m in messages]
+
+
+# --- answers, cache, usage -------------------------------------------------------------------------------------
+
+def test_faults_are_retried_and_results_equal_a_fault_free_run(tmp_path):
+    with FakeOpenAI() as clean:
+        expected = ChatClient(settings(clean.base_url, concurrency=8)).complete_many(batch(QUESTIONS))
+    with FakeOpenAI(faults={2: "429", 5: "500", 8: "stall"}, stall_seconds=3.0) as faulty:  # 30 % of arrivals
+        client = ChatClient(settings(faulty.base_url, requests_per_minute=1200, timeout=1.5, max_retries=6,
+                                     deadline=300, concurrency=8), CallCache(tmp_path / "calls.sqlite"))
+        answers = client.complete_many(batch(QUESTIONS))
+        arrivals = sorted(faulty.arrivals)
+        injected = sum(faulty.injected.values())
+    assert answers == expected and all(answers)  # in request order, nothing skipped
+    assert injected >= 12  # about 30 % of the ~55 arrivals failed
+    # every arrival beyond one per row is a retry the client counted (a slow machine may add timeouts of its own)
+    assert client.usage.http_requests == len(arrivals)
+    assert client.usage.retries == len(arrivals) - len(QUESTIONS) >= injected
+    # rate limit 1200/min = 20 per second, retries included: no 1 s window holds more (one of jitter allowed)
+    busiest = max(sum(1 for t in arrivals if start <= t < start + 1.0) for start in arrivals)
+    assert busiest <= 21
+
+
+def test_the_cache_makes_the_second_run_free(tmp_path):
+    with FakeOpenAI() as server:
+        first = ChatClient(settings(server.base_url), CallCache(tmp_path / "calls.sqlite"))
+        answers = first.complete_many(batch(QUESTIONS[:5]))
+        second = ChatClient(settings(server.base_url), CallCache(tmp_path / "calls.sqlite"))
+        again = second.complete_many(batch(QUESTIONS[:5]))
+        arrivals = len(server.arrivals)
+    assert again == answers and arrivals == 5
+    assert second.usage.http_requests == 0 and second.usage.cache_hits == 5 and second.usage.calls == 5
+
+
+def test_a_cache_id_replaces_the_address_in_the_cache_key(tmp_path):
+    """A local server's port changes at every start; its model does not: its answers stay cached."""
+    cache = CallCache(tmp_path / "calls.sqlite")
+    with FakeOpenAI() as server:
+        answer = ChatClient(settings(server.base_url), cache, cache_id="smollm2").complete(HI)
+    moved = ChatClient(settings("http://127.0.0.1:9/v1"), cache, cache_id="smollm2")  # nothing listens there
+    assert moved.complete(HI) == answer and moved.usage.cache_hits == 1
+    with pytest.raises(LLMError, match="cannot reach"):
+        ChatClient(settings("http://127.0.0.1:9/v1", max_retries=0), cache).complete(HI)  # no id: the address counts
+
+
+def test_other_decoding_settings_are_other_calls(tmp_path):
+    cache = CallCache(tmp_path / "calls.sqlite")
+    with FakeOpenAI() as server:
+        ChatClient(settings(server.base_url), cache).complete(HI)
+        ChatClient(settings(server.base_url, temperature=0.7), cache).complete(HI)
+        ChatClient(settings(server.base_url, max_tokens=64), cache).complete(HI)
+        arrivals = len(server.arrivals)
+    assert arrivals == 3 and len(cache) == 3
+
+
+def test_usage_tokens_and_cost():
+    with FakeOpenAI() as server:
+        client = ChatClient(settings(server.base_url, price_input_per_million=2.5, price_output_per_million=10.0))
+        client.complete_many(batch(QUESTIONS[:3]))
+    usage = client.usage
+    assert usage.calls == 3 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
+    assert usage.cost == pytest.approx((usage.prompt_tokens * 2.5 + usage.completion_tokens * 10.0) / 1e6)
+
+
+def test_usage_by_hand():
+    usage = Usage(calls=3, cache_hits=1, http_requests=4, prompt_tokens=1000, completion_tokens=100,
+                  price_input_per_million=2.5, price_output_per_million=10.0)
+    # 2 calls went out, 4 requests: 2 retries; cost (1000 * 2.5 + 100 * 10) / 1e6
+    assert usage.retries == 2 and usage.cost == pytest.approx(0.0035)
+    assert usage.as_metrics("reader") == {"reader_calls": 3.0, "reader_cache_hits": 1.0, "reader_http_requests": 4.0,
+                                          "reader_retries": 2.0, "reader_prompt_tokens": 1000.0,
+                                          "reader_completion_tokens": 100.0, "reader_cost_usd": pytest.approx(0.0035)}
+    assert Usage(calls=2, cache_hits=2).retries == 0
+
+
+def test_structured_output_is_asked_only_where_the_endpoint_supports_it():
+    reply_format = json_reply_format("score", object_schema(score={"type": "integer"}))
+    assert reply_format == {"type": "json_schema", "json_schema": {"name": "score", "strict": True, "schema": {
+        "type": "object", "additionalProperties": False, "required": ["score"],
+        "properties": {"score": {"type": "integer"}}}}}
+    assert ChatClient(settings("http://h/v1")).request(HI, reply_format)["response_format"] == reply_format
+    plain = ChatClient(settings("http://h/v1", structured_output=False)).request(HI, reply_format)
+    assert plain == {"model": "fake-model", "messages": HI, "temperature": 0.0, "max_tokens": 256}
+
+
+def test_the_openai_client_is_made_once():
+    client = ChatClient(settings("http://127.0.0.1:9/v1"))
+    assert client.openai() is client.openai()
+
+
+def test_ask_json_asks_again_with_the_reply_and_a_reminder_and_counts_what_never_parsed():
+    class Scripted:
+        ask_json = ChatClient.ask_json  # the client's own logic over scripted replies
+
+        def __init__(self):
+            self.asked = []
+            self.replies = {"a": ["nonsense", '{"n": 1}'], "b": ["no", "still no"]}
+
+        def complete_many(self, requests, progress=None):
+            self.asked.append([list(m) for m, _ in requests])
+            return [self.replies[m[0]["content"]].pop(0) for m, _ in requests]
+
+    llm = Scripted()
+    parse = lambda reply: reply if reply.startswith("{") else None  # noqa: E731
+    results, failures = llm.ask_json([[{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]],
+                                     None, parse, retries=1, reminder="JSON only.")
+    assert results == ['{"n": 1}', None] and failures == 1
+    assert llm.asked[1][0] == [{"role": "user", "content": "a"}, {"role": "assistant", "content": "nonsense"},
+                               {"role": "user", "content": "JSON only."}]
+    assert len(llm.asked) == 2  # retries=1: asked twice, then given up
+
+
+def test_a_token_window_lets_a_request_larger_than_the_limit_through_alone():
+    window = TokenWindow(per_minute=100)
+    started = time.monotonic()
+    window.acquire(500)  # clipped to the limit, so it can ever be sent
+    assert time.monotonic() - started < 1 and [t for _, t in window.sent] == [100]
+
+
+# --- faults ----------------------------------------------------------------------------------------------------
+
+NOT_A_COMPLETION = ("answered with something that is not a chat completion ({}, HTTP 200 {}: '{}'): check "
+                    "llm.base_url points at an OpenAI-compatible /v1 endpoint")
+# fault -> what the message says after the endpoint's address, and whether the client retried it
+FAULTS = {
+    "429": (r"kept answering 429 Too Many Requests after 2 retries over \d+\.\d s: lower "
+            r"llm\.requests_per_minute/llm\.concurrency or try later", True),
+    "500": (r"answered 500 Internal Server Error after 2 retries over \d+\.\d s \(internal error\): the server is "
+            r"failing; check its logs or try later", True),
+    "badjson": (re.escape(NOT_A_COMPLETION.format("invalid JSON", "application/json", "{not json")), False),
+    "html": (re.escape(NOT_A_COMPLETION.format("an HTML page", "text/html",
+                                               "<html><body><h1>Welcome to nginx!</h1></body></html>")), False),
+    "nochoices": (re.escape(NOT_A_COMPLETION.format("JSON without 'choices'", "application/json",
+                                                    '{"id": "x", "object": "chat.completion"}')), False),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_each_fault_is_one_clear_error_naming_the_endpoint(fault, caplog):
+    expected, retried = FAULTS[fault]
+    with FakeOpenAI(mode=fault, retry_after="0.1") as server:
+        client = ChatClient(settings(server.base_url.replace("http://", "http://user:secret@")))
+        redacted = server.base_url.replace("http://", "http://***@")
+        with caplog.at_level(logging.INFO, logger="opi"), pytest.raises(LLMError) as raised:
+            client.complete(HI)
+        arrivals = len(server.arrivals)
+    message = str(raised.value)
+    assert re.fullmatch(re.escape(redacted) + " " + expected, message), message
+    assert "secret" not in message and "\n" not in message
+    retries = [r.getMessage() for r in caplog.records if r.name == "opi" and "retry" in r.getMessage()]
+    assert arrivals == client.usage.http_requests == (3 if retried else 1)
+    assert client.usage.retries == arrivals - 1
+    if retried:  # one visible line per retry, the endpoint redacted there too
+        reason = "429 Too Many Requests" if fault == "429" else "500 Internal Server Error"
+        assert len(retries) == 2, retries
+        for number, line in enumerate(retries, 1):
+            assert re.fullmatch(rf"LLM request to {re.escape(redacted)} failed \({reason}\); retry {number} of 2 "
+                                rf"in \d+\.\d s", line), line
+        assert all(r.levelno == logging.WARNING for r in caplog.records if r.getMessage() in retries)
+    else:
+        assert retries == []
+
+
+def test_clear_errors_for_key_model_and_address(monkeypatch):
+    monkeypatch.setenv("OPI_TEST_KEY", "wrong")
+    with FakeOpenAI(api_key="right", known_models={"real-model"}) as server:
+        with pytest.raises(LLMError, match=r"refused the API key \(401\): check OPI_TEST_KEY"):
+            ChatClient(settings(server.base_url, api_key_env="OPI_TEST_KEY")).complete(HI)
+        monkeypatch.setenv("OPI_TEST_KEY", "right")
+        with pytest.raises(LLMError, match=r"does not know model 'fake-model' \(404\): check llm.model"):
+            ChatClient(settings(server.base_url, api_key_env="OPI_TEST_KEY")).complete(HI)
+    with pytest.raises(LLMError, match=r"cannot reach http://127.0.0.1:9/v1 after 1 retries"):
+        ChatClient(settings("http://127.0.0.1:9/v1", max_retries=1, timeout=1)).complete(HI)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMError, match="no API key: set the environment variable OPENAI_API_KEY"):
+        ChatClient(LLMConfig(name="x", reader=None, model="gpt-4o")).complete(HI)
+
+
+def test_a_refused_request_is_not_retried_and_says_why():
+    with FakeOpenAI(mode="400") as server:
+        client = ChatClient(settings(server.base_url))
+        with pytest.raises(LLMError, match=re.escape(
+                f"{server.base_url} refused the request: 400 Bad Request (response_format json_schema is not "
+                f"supported): check llm.model, llm.max_tokens and llm.structured_output")):
+            client.complete(HI)
+        assert len(server.arrivals) == 1
+
+
+def test_retry_after_is_honoured_and_a_passing_fault_costs_nothing_but_a_retry(caplog):
+    with FakeOpenAI(faults={0: "429", 1: "500"}, period=1000, retry_after="0.7") as server:
+        client = ChatClient(settings(server.base_url))
+        with caplog.at_level(logging.INFO, logger="opi"):
+            answer = client.complete(HI)
+    assert answer.startswith("Answer ")
+    lines = [r.getMessage() for r in caplog.records if r.name == "opi"]
+    assert lines[0].endswith("failed (429 Too Many Requests); retry 1 of 2 in 0.7 s"), lines
+    assert "failed (500 Internal Server Error); retry 2 of 2 in" in lines[1], lines
+    assert client.usage.http_requests == 3 and client.usage.retries == 2
+
+
+def test_no_request_outlives_the_deadline(caplog):
+    with FakeOpenAI(mode="stall", stall_seconds=30) as server:
+        client = ChatClient(settings(server.base_url, timeout=1, max_retries=6, deadline=3))
+        started = time.monotonic()
+        with caplog.at_level(logging.INFO, logger="opi"), pytest.raises(LLMError) as raised:
+            client.complete(HI)
+        took = time.monotonic() - started
+    assert re.fullmatch(re.escape(server.base_url) + r" gave no answer within llm\.deadline=3 s \(\d attempts; last: "
+                        r"no answer within 1 s\): raise llm\.deadline or llm\.timeout, or check the server",
+                        str(raised.value)), raised.value
+    assert took < 15  # a guard only: the client stops before the deadline, about 2.5 s here
+    assert any("failed (no answer within 1 s); retry 1 of 6" in r.getMessage() for r in caplog.records)
+
+
+def test_a_retry_after_beyond_the_deadline_ends_the_request_at_once():
+    with FakeOpenAI(mode="429", retry_after="20") as server:
+        client = ChatClient(settings(server.base_url, deadline=5))
+        started = time.monotonic()
+        with pytest.raises(LLMError, match=r"no answer within llm\.deadline=5 s \(1 attempt; last: 429 Too Many "
+                                           r"Requests\)"):
+            client.complete(HI)
+        assert time.monotonic() - started < 4 and len(server.arrivals) == 1
+
+
+def test_a_batch_stops_at_the_first_fault():
+    with FakeOpenAI(mode="html") as server:
+        client = ChatClient(settings(server.base_url, concurrency=2))
+        with pytest.raises(LLMError, match="an HTML page"):
+            client.complete_many([([{"role": "user", "content": f"question {i}"}], None) for i in range(20)])
+        time.sleep(0.2)
+        assert len(server.arrivals) <= 3  # the workers took no new request after the first error
+
+
+def test_a_request_is_not_sent_when_the_process_is_exiting(process_stop):
+    with FakeOpenAI() as server:
+        process_stop.set()
+        with pytest.raises(LLMInterrupted, match="the process is exiting"):
+            ChatClient(settings(server.base_url)).complete(HI)
+        assert server.arrivals == []
+
+
+def test_a_batch_waiting_on_a_stalled_server_lets_an_exiting_main_thread_go(process_stop):
+    """What SIGTERM does to `opi-eval`: the main thread unwinds SystemExit (or Prefect's TerminationSignal) and
+    joins the worker thread that waits in complete_many; the wait must end, not last the HTTP read."""
+    with FakeOpenAI(mode="stall", stall_seconds=60) as server:
+        client = ChatClient(settings(server.base_url, timeout=60, deadline=None))
+        outcome: dict[str, BaseException] = {}
+
+        def task():
+            try:
+                client.complete_many([([{"role": "user", "content": f"q{i}"}], None) for i in range(4)])
+            except BaseException as err:
+                outcome["error"] = err
+
+        worker = threading.Thread(target=task)
+
+        class JoinedOnExit:  # like a task runner's __exit__
+            def __enter__(self):
+                worker.start()
+
+            def __exit__(self, *exc):
+                worker.join(timeout=30)
+
+        started = time.monotonic()
+        with pytest.raises(SystemExit):
+            with JoinedOnExit():
+                deadline = time.monotonic() + 10
+                while len(server.arrivals) < 4 and time.monotonic() < deadline:  # the four requests are in flight
+                    time.sleep(0.05)
+                sys.exit(143)
+        assert time.monotonic() - started < 10 and not worker.is_alive()
+    assert isinstance(outcome["error"], LLMInterrupted)

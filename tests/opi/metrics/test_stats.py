@@ -1,0 +1,112 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from opi.metrics.opi import summary
+from opi.metrics.stats import Scorer, compare, confidence_intervals, stratified_draws
+from tests.helpers.synthetic import prediction_rows
+
+RELATIONS = ["direct_matching", "deductive", "fuzzy"]
+
+
+def synthetic(n_per_relation: int, similarity: float, accuracy: float, seed: int) -> pd.DataFrame:
+    return prediction_rows(n_per_relation, similarity, accuracy, seed, RELATIONS)
+
+
+def test_scorer_on_the_data_itself_equals_the_summary():
+    rows = synthetic(7, 0.6, 0.4, seed=1).iloc[:-2]  # uneven relations
+    expected, _ = summary(rows, RELATIONS, (1.0, 2.0))
+    identity = np.arange(len(rows))
+    assert Scorer(rows)(identity, "bertsim") == pytest.approx(expected["bertsim"])
+    assert Scorer(rows)(identity, "lrcr") == pytest.approx(expected["lrcr"])
+    assert Scorer(rows)(identity, "opi") == pytest.approx(expected["opi_1"])
+    assert Scorer(rows, beta=2.0)(identity, "opi") == pytest.approx(expected["opi_2"])
+
+
+def test_interval_is_zero_width_when_every_example_scores_the_same():
+    rows = pd.DataFrame({"id": ["a", "b", "c", "d"], "relation": ["deductive", "deductive", "fuzzy", "fuzzy"],
+                         "predicted_relation": ["deductive", "fuzzy", "fuzzy", "deductive"], "similarity": [0.5] * 4})
+    intervals = confidence_intervals(rows, resamples=200)
+    assert (intervals["bertsim"].low, intervals["bertsim"].high) == pytest.approx((0.5, 0.5))
+    assert intervals["lrcr"].value == pytest.approx(0.5)  # one right in each relation
+    assert intervals["opi_1"].value == pytest.approx(0.5)  # OPI-1 of B=0.5, L=0.5
+    assert intervals["lrcr"].low <= 0.5 <= intervals["lrcr"].high and intervals["lrcr"].high > intervals["lrcr"].low
+
+
+def test_intervals_hold_the_estimate_and_shrink_as_examples_grow():
+    widths = []
+    for n in (10, 40, 160):
+        intervals = confidence_intervals(synthetic(n, 0.6, 0.4, seed=n), resamples=1000, seed=0)
+        for interval in intervals.values():
+            assert interval.low <= interval.value <= interval.high
+        widths.append(intervals["opi_1"].high - intervals["opi_1"].low)
+    assert widths[0] > widths[1] > widths[2]
+    assert widths[0] / widths[2] == pytest.approx(4, rel=0.35)  # ~ 1/sqrt(n): 16x the data, 1/4 the width
+
+
+def test_a_large_difference_is_significant_and_identical_distributions_are_not():
+    good, bad = synthetic(20, 0.8, 0.7, seed=1), synthetic(20, 0.4, 0.2, seed=2)
+    result = compare(good, bad, "opi", resamples=2000)
+    assert result.significant and result.verdict == "higher" and result.p_value < 0.001
+    assert compare(bad, good, "lrcr", resamples=2000).verdict == "lower"
+
+    twin = synthetic(20, 0.8, 0.7, seed=3)  # same distribution as good, different draw
+    result = compare(good, twin, "opi", resamples=2000)
+    assert not result.significant and result.verdict == "not distinguishable"
+
+
+def test_identical_results_differ_by_zero_and_order_of_rows_does_not_matter():
+    rows = synthetic(5, 0.6, 0.5, seed=4)
+    same = compare(rows, rows.iloc[::-1].reset_index(drop=True), "bertsim", resamples=500)
+    assert same.difference == pytest.approx(0) and same.p_value == pytest.approx(1) and not same.significant
+    with pytest.raises(ValueError, match="same examples"):
+        compare(rows, rows.iloc[1:], "bertsim")
+
+
+def test_a_single_pair_is_never_significant():
+    rows = synthetic(1, 0.6, 0.5, seed=5).iloc[:1]
+    other = rows.assign(similarity=0.0)
+    result = compare(rows, other, "bertsim")
+    assert result.difference == pytest.approx(rows["similarity"].item()) and not result.significant
+
+
+def test_share_of_the_gap_closed_between_bounds():
+    from opi.metrics.stats import gap_closed
+
+    def rows(similarities):
+        n = len(similarities)
+        return pd.DataFrame({"id": [f"e{i}" for i in range(n)], "relation": ["fuzzy"] * n,
+                             "predicted_relation": ["fuzzy"] * n, "similarity": similarities})
+
+    x, low, high = rows([0.6, 0.6, 0.6, 0.6]), rows([0.4, 0.4, 0.4, 0.4]), rows([0.8, 0.8, 0.8, 0.8])
+    closed = gap_closed(x, low, high, "bertsim", resamples=200)
+    assert closed.value == pytest.approx(0.5) and closed.low == pytest.approx(0.5) and closed.high == pytest.approx(0.5)
+    varied = gap_closed(rows([0.5, 0.7, 0.6, 0.6]), low, high, "bertsim", resamples=500, seed=1)
+    assert varied.value == pytest.approx(0.5) and varied.low < 0.5 < varied.high
+    no_gap = gap_closed(x, low, low, "bertsim", resamples=100)  # bounds that do not differ place nothing
+    assert np.isnan(no_gap.value) and np.isnan(no_gap.low)
+
+
+def test_each_position_draws_only_among_its_own_relations_examples():
+    relations = np.array(["a", "b", "a", "b", "b"])
+    draws = stratified_draws(relations, resamples=300, seed=0)
+    assert draws.shape == (300, 5)
+    assert set(draws[:, [0, 2]].ravel()) == {0, 2} and set(draws[:, [1, 3, 4]].ravel()) == {1, 3, 4}
+    assert (stratified_draws(relations, 300, 0) == draws).all()  # seeded
+
+
+def test_the_scorer_weighs_relations_equally_in_opi_and_examples_equally_in_bertsim():
+    rows = pd.DataFrame({"relation": ["a", "a", "a", "b"], "predicted_relation": ["a", "a", "a", "x"],
+                         "similarity": [0.9, 0.9, 0.9, 0.1]})
+    identity = np.arange(4)
+    assert Scorer(rows)(identity, "bertsim") == pytest.approx(0.7)  # (3 * 0.9 + 0.1) / 4
+    assert Scorer(rows)(identity, "lrcr") == pytest.approx(0.75)
+    # per relation: a B 0.9 L 1, b B 0.1 L 0; Formula (3): OPI-1 of B 0.5, L 0.5 = 0.5
+    assert Scorer(rows)(identity, "opi") == pytest.approx(0.5)
+
+
+def test_rows_whose_missing_relations_are_nan_are_one_stratum():
+    rows = pd.DataFrame({"id": ["a", "b", "c", "d"], "relation": [np.nan] * 4, "predicted_relation": ["x"] * 4,
+                         "similarity": [0.9, 0.1, 0.5, 0.5]})
+    (interval,) = confidence_intervals(rows, resamples=200, metrics=("bertsim",)).values()
+    assert interval.value == pytest.approx(0.5) and 0.1 <= interval.low <= 0.5 <= interval.high <= 0.9

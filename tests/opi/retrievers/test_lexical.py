@@ -1,0 +1,117 @@
+"""opi.retrievers.lexical: BM25 (rank-bm25's Okapi BM25, LangChain's BM25Retriever) and TF-IDF (scikit-learn,
+cosine), checked against hand-computed scores and against LangChain's own retrievers."""
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from opi.articles import prepare_articles
+from opi.retrievers.langchain import chunk_documents
+from opi.retrievers.lexical import BM25Retriever, TFIDFRetriever, words
+from tests.helpers.chunks import make_chunks
+
+
+def test_bm25_scores_by_hand():
+    chunks = make_chunks(["river bank", "mill mill stone", "wheat"])
+    (ranking,) = BM25Retriever().rank(["mill wheat"], chunks, 3)
+    # N = 3 chunks, avgdl = (2 + 3 + 1) / 3 = 2; "mill" and "wheat" are each in one chunk: idf = ln(2.5 / 1.5)
+    # score = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)), k1 = 1.5, b = 0.75
+    idf = math.log(2.5 / 1.5)
+    wheat = idf * 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 1 / 2))  # = 0.6591
+    mill = idf * 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 3 / 2))  # = 0.6287: twice, but in the longer chunk
+    assert ranking.chunk_ids == (2, 1, 0)
+    assert ranking.scores == pytest.approx((wheat, mill, 0.0))
+    assert wheat == pytest.approx(0.6591, abs=1e-4) and mill == pytest.approx(0.6287, abs=1e-4)
+
+
+def test_bm25_whitespace_tokens_keep_punctuation_and_words_tokens_do_not():
+    chunks = make_chunks(["Zirconium sand arrived.", "Copper ore arrived.", "Sand and ore."])
+    (whitespace,) = BM25Retriever().rank(["zirconium?"], chunks, 3)
+    (by_words,) = BM25Retriever(tokenizer="words").rank(["zirconium?"], chunks, 3)
+    assert whitespace.scores == (0.0, 0.0, 0.0)  # "zirconium?" is no token of "Zirconium sand arrived."
+    # words: "zirconium" in one of 3 chunks, each 3 tokens long (dl = avgdl): score = idf = ln(2.5 / 1.5)
+    assert by_words.chunk_ids[0] == 0 and by_words.scores[0] == pytest.approx(math.log(2.5 / 1.5))
+
+
+def test_bm25_ties_come_in_rank_bm25s_get_top_n_order():
+    """LangChain's BM25Retriever returns ``get_top_n``: ``np.argsort(scores)[::-1]``, whatever order numpy's sort
+    leaves ties in (not the score-based retrievers' earlier-chunk-first)."""
+    from rank_bm25 import BM25Okapi
+
+    texts = ["the mill", "a mill", "the quay", "a quay", "the bay"]
+    (ranking,) = BM25Retriever().rank(["mill"], make_chunks(texts), 5)
+    # "mill": in 2 of 5 chunks, all 2 tokens long (dl = avgdl): score = idf = ln(3.5 / 2.5) for both, 0 for the rest
+    assert ranking.scores == pytest.approx((math.log(3.5 / 2.5),) * 2 + (0.0,) * 3)
+    index = BM25Okapi([t.split() for t in texts])
+    assert [texts[i] for i in ranking.chunk_ids] == index.get_top_n(["mill"], texts, n=5)
+
+
+def test_words_lower_cases_and_drops_punctuation():
+    assert words("Was it 1831? Yes: the Mill-house.") == ["was", "it", "1831", "yes", "the", "mill", "house"]
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"k1": -0.1}, "need k1 >= 0 and 0 <= b <= 1, got k1=-0.1, b=0.75"),
+    ({"b": 1.5}, "need k1 >= 0 and 0 <= b <= 1, got k1=1.5, b=1.5"),
+    ({"tokenizer": "spacy"}, "tokenizer must be one of ['whitespace', 'words'], got 'spacy'"),
+])
+def test_bm25_refuses_bad_settings(settings, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        BM25Retriever(**settings)
+
+
+def test_tfidf_scores_by_hand():
+    chunks = make_chunks(["river bank", "mill stone", "mill river"])
+    # smooth idf = ln((1 + 3) / (1 + df)) + 1: river, mill (df 2) -> ln(4/3) + 1; bank, stone (df 1) -> ln 2 + 1;
+    # rows l2-normalised, cosine with the query's unit vector
+    shared, rare = math.log(4 / 3) + 1, math.log(2) + 1
+    (mill,) = TFIDFRetriever().rank(["mill"], chunks, 3)
+    assert mill.chunk_ids == (2, 1, 0)
+    assert mill.scores == pytest.approx((1 / math.sqrt(2), shared / math.hypot(shared, rare), 0.0))  # .7071, .6053
+    (rare_words,) = TFIDFRetriever().rank(["stone bank"], chunks, 3)
+    # query: stone and bank equally weighted; chunks 0 and 1 tie at rare / hypot(shared, rare) / sqrt(2) = 0.5628
+    assert rare_words.chunk_ids == (0, 1, 2)  # a tie goes to the earlier chunk
+    assert rare_words.scores[:2] == pytest.approx((0.5628, 0.5628), abs=1e-4)
+
+
+@pytest.mark.parametrize("cls", [BM25Retriever, TFIDFRetriever])
+def test_lexical_retrievers_rank_the_rare_term_first(cls, tiny_chunks):
+    (ranking,) = cls().rank(["Where was the zirconium sand kept?"], tiny_chunks, 4)
+    assert ranking.chunk_ids[0] == 5
+
+
+def squad_like_chunks():
+    """The real-text fixture's articles, chunked small (real choices), and its punctuation-heavy questions."""
+    import dataclasses
+
+    rows = [json.loads(line) for line in (Path(__file__).parents[2] / "data" / "squad_like.jsonl").open()]
+    articles = prepare_articles([r["context"] for r in rows], size=20, overlap=4)
+    chunks = [c for a in articles.values() for c in a.chunks]
+    return [dataclasses.replace(c, idx=i) for i, c in enumerate(chunks)], [r["question"] for r in rows]
+
+
+def test_bm25_is_langchains_bm25retriever_with_its_defaults():
+    from langchain_community.retrievers import BM25Retriever as LangChainBM25
+
+    chunks, questions = squad_like_chunks()
+    theirs = LangChainBM25.from_documents(chunk_documents(chunks), k=4)  # LangChain's defaults: whitespace tokens
+    ours = BM25Retriever().rank(questions, chunks, 4)
+    for question, ranking in zip(questions, ours):
+        assert ranking.chunk_ids == tuple(d.metadata["chunk_idx"] for d in theirs.invoke(question)), question
+    # tokenizer=words is another retriever ("leukosis?" finds "leukosis"), LangChain's given that tokenizer
+    by_words = BM25Retriever(tokenizer="words").rank(questions, chunks, 4)
+    assert [r.chunk_ids for r in by_words] != [r.chunk_ids for r in ours]
+    theirs_by_words = LangChainBM25.from_documents(chunk_documents(chunks), k=4, preprocess_func=words)
+    for question, ranking in zip(questions, by_words):
+        assert ranking.chunk_ids == tuple(d.metadata["chunk_idx"] for d in theirs_by_words.invoke(question)), question
+
+
+def test_tfidf_is_langchains_tfidfretriever(tiny_chunks):
+    from langchain_community.retrievers import TFIDFRetriever as LangChainTFIDF
+
+    # words that occur in several chunks, so that scores differ and no tie-breaking rule decides
+    question = "Did the keeper of the lighthouse see the boats in the harbour of the bay?"
+    theirs = LangChainTFIDF.from_documents(chunk_documents(tiny_chunks), k=4).invoke(question)
+    (ours,) = TFIDFRetriever().rank([question], tiny_chunks, 4)
+    assert ours.chunk_ids == tuple(d.metadata["chunk_idx"] for d in theirs)

@@ -1,0 +1,189 @@
+import json
+
+import pandas as pd
+import pytest
+
+from collections import Counter
+
+from opi.data import DataError, balanced_split, load_examples
+from opi.relations import load_relation_set
+from opi.schemas import DatasetConfig
+
+LABELS = ["direct_matching", "multi_hop"]
+CONTEXT = "The mill opened in 1850. It closed in 1901 after the river silted up."
+
+
+def rag12000_rows(n=4):
+    return [{"context": CONTEXT, "question": f"When did the mill open, question {i}?",
+             "answer": "The mill opened in 1850."} for i in range(n)]
+
+
+def test_rag12000_parquet_with_labels_by_row(tmp_path):
+    pd.DataFrame(rag12000_rows()).to_parquet(tmp_path / "test.parquet")
+    pd.DataFrame({"row": [1, 2, 3, 4], "relation": LABELS * 2}).to_csv(tmp_path / "labels.csv", index=False)
+    examples, report = load_examples(DatasetConfig(kind="rag12000", path=str(tmp_path / "test.parquet"),
+                                                   labels_path=str(tmp_path / "labels.csv"), label_join="row"),
+                                     label_set=LABELS)
+    assert [e.relation for e in examples] == LABELS * 2
+    assert [e.id for e in examples] == ["1", "2", "3", "4"]
+    assert report.rows_kept == 4
+
+
+def test_label_file_that_does_not_match(tmp_path):
+    pd.DataFrame(rag12000_rows(2)).to_parquet(tmp_path / "d.parquet")
+    pd.DataFrame({"row": [1, 2, 9], "relation": LABELS + ["multi_hop"]}).to_csv(tmp_path / "l.csv", index=False)
+    with pytest.raises(DataError, match=r"l\.csv: 1 label\(s\) name no example"):
+        load_examples(DatasetConfig(kind="rag12000", path=str(tmp_path / "d.parquet"),
+                                    labels_path=str(tmp_path / "l.csv"), label_join="row"), label_set=LABELS)
+
+
+def test_squad_paragraphs_join_into_one_context(tmp_path):
+    squad = {"data": [{"title": "Mill", "paragraphs": [
+        {"context": "The mill opened in 1850.", "qas": [
+            {"id": "q1", "question": "When did the mill open?", "relation": "direct_matching",
+             "answers": [{"text": "in 1850", "answer_start": 16}]}]},
+        {"context": "It closed in 1901.", "qas": [
+            {"id": "q2", "question": "When did it close?", "relation": "direct_matching",
+             "answers": [{"text": "in 1901", "answer_start": 10}]}]}]}]}
+    (tmp_path / "squad.json").write_text(json.dumps(squad))
+    examples, _ = load_examples(DatasetConfig(kind="squad", path=str(tmp_path / "squad.json")), label_set=LABELS)
+    assert [e.id for e in examples] == ["q1", "q2"]
+    assert examples[0].context == "The mill opened in 1850.\n\nIt closed in 1901."
+    assert examples[1].evidence == ("It closed in 1901.",)
+
+
+def test_csv_with_column_mapping(tmp_path):
+    pd.DataFrame({"qid": ["a", "b"], "passage": [CONTEXT] * 2, "query": ["Q one?", "Q two?"],
+                  "gold": ["A one.", "A two."], "kind": LABELS}).to_csv(tmp_path / "d.csv", index=False)
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.csv"), columns={
+        "id": "qid", "context": "passage", "question": "query", "answer": "gold", "relation": "kind"}), label_set=LABELS)
+    assert [(e.id, e.question, e.relation) for e in examples] == [("a", "Q one?", LABELS[0]),
+                                                                   ("b", "Q two?", LABELS[1])]
+
+
+def write_jsonl(path, rows):
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+
+GOOD = {"id": "x1", "context": CONTEXT, "question": "When?", "answer": "In 1850.", "relation": "multi_hop"}
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({k: v for k, v in GOOD.items() if k != "answer"}, r"d\.jsonl, row 2: missing field\(s\) \['answer'\]"),
+    ({**GOOD, "context": "   "}, r"d\.jsonl, row 2, field 'context': empty"),
+    ({**GOOD, "answer": ""}, r"d\.jsonl, row 2, field 'answer': empty"),
+    ({**GOOD, "relation": "telepathic"}, r"d\.jsonl, row 2, field 'relation': unknown label 'telepathic'"),
+    ({**GOOD, "id": "x0"}, r"d\.jsonl, row 2, field 'id': duplicate id 'x0' \(first at row 1\)"),
+])
+def test_malformed_rows_name_file_row_and_field(tmp_path, bad, message):
+    write_jsonl(tmp_path / "d.jsonl", [{**GOOD, "id": "x0"}, bad])
+    with pytest.raises(DataError, match=message):
+        load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl")), label_set=LABELS)
+
+
+def test_skip_mode_reports_what_was_dropped(tmp_path):
+    write_jsonl(tmp_path / "d.jsonl", [{**GOOD, "id": "a"}, {**GOOD, "id": "b", "answer": ""},
+                                       {**GOOD, "id": "a"}, {**GOOD, "id": "c", "relation": "nope"}])
+    examples, report = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl"), on_invalid="skip"),
+                                     label_set=LABELS)
+    assert [e.id for e in examples] == ["a"]
+    assert report.dropped == {"empty answer": 1, "duplicate id": 1, "unknown relation": 1}
+    assert "4 rows read, 1 kept" in report.describe()
+
+
+def test_undecodable_file(tmp_path):
+    (tmp_path / "d.jsonl").write_bytes(json.dumps(GOOD).encode() + b"\n" + b'{"context": "caf\xe9"}\n')
+    with pytest.raises(DataError, match=r"d\.jsonl: not valid UTF-8 at byte \d+ \(line 2\)"):
+        load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl")), label_set=LABELS)
+
+
+def test_zero_rows_and_rows_without_labels(tmp_path):
+    from opi.data import labelled
+
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(DataError, match="zero rows"):
+        load_examples(DatasetConfig(kind="table", path=str(tmp_path / "empty.jsonl")))
+    write_jsonl(tmp_path / "d.jsonl", [{k: v for k, v in GOOD.items() if k != "relation"}, GOOD | {"id": "x"}])
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl")), label_set=LABELS)
+    assert examples[0].relation is None and examples[1].relation == GOOD["relation"]  # where gold comes from: the run
+    assert labelled(examples) == "some" and labelled(examples[:1]) == "none" and labelled(examples[1:]) == "all"
+
+
+def test_filters_sample_and_limit():
+    all_examples, _ = load_examples(DatasetConfig(name="deeplogic-130"))
+    fuzzy, _ = load_examples(DatasetConfig(name="deeplogic-130", relations=["fuzzy"]))
+    assert len(fuzzy) == 10 and {e.relation for e in fuzzy} == {"fuzzy"}
+    a, _ = load_examples(DatasetConfig(name="deeplogic-130", sample=20), seed=1)
+    b, _ = load_examples(DatasetConfig(name="deeplogic-130", sample=20), seed=1)
+    assert [e.id for e in a] == [e.id for e in b] and len(a) == 20
+    limited, _ = load_examples(DatasetConfig(name="deeplogic-130", limit=5))
+    assert [e.id for e in limited] == [e.id for e in all_examples[:5]]
+
+
+def test_balanced_split_is_deterministic_and_balanced():
+    examples, _ = load_examples(DatasetConfig(name="deeplogic-130"))
+    train, test = balanced_split(examples, per_relation=10, test_fraction=0.2, seed=7)
+    again_train, again_test = balanced_split(examples, per_relation=10, test_fraction=0.2, seed=7)
+    assert [e.id for e in train] == [e.id for e in again_train] and [e.id for e in test] == [e.id for e in again_test]
+    assert Counter(e.relation for e in test) == {r: 2 for r in load_relation_set().labels}
+    assert Counter(e.relation for e in train) == {r: 8 for r in load_relation_set().labels}
+    _, other_test = balanced_split(examples, per_relation=10, test_fraction=0.2, seed=8)
+    assert {e.id for e in other_test} != {e.id for e in test}
+    assert not {e.id for e in train} & {e.id for e in test}
+
+
+def test_a_bundled_datasets_split_is_its_balanced_split():
+    test, _ = load_examples(DatasetConfig(name="deeplogic-130", split="test"), seed=3)
+    assert len(test) == 26  # 13 relations x 10, a fifth of each
+    test, _ = load_examples(DatasetConfig(split="test", split_per_relation=30), seed=3)  # deeplogic-v2, the default
+    assert len(test) == 13 * 6
+    with pytest.raises(DataError, match="split must be all, train or test, got 'dev'"):
+        load_examples(DatasetConfig(name="deeplogic-130", split="dev"))
+
+
+def test_balanced_split_needs_labels_and_a_fraction_between_0_and_1():
+    examples, _ = load_examples(DatasetConfig(name="deeplogic-130", limit=4))
+    with pytest.raises(ValueError, match=r"test_fraction must be in \(0, 1\), got 1"):
+        balanced_split(examples, test_fraction=1)
+    from dataclasses import replace
+
+    with pytest.raises(DataError, match="balanced_split needs relation labels; example '.*' has none"):
+        balanced_split([replace(examples[0], relation=None)])
+
+
+def test_balanced_split_warns_when_a_relation_is_short():
+    examples, _ = load_examples(DatasetConfig(name="deeplogic-130", relations=["fuzzy", "numerical"]))
+    with pytest.warns(UserWarning, match="fewer than per_relation=20"):
+        train, test = balanced_split(examples, per_relation=20, test_fraction=0.2, seed=0)
+    assert len(test) == 4 and len(train) == 16
+
+
+def test_evidence_as_text_is_one_piece_or_cut_at_the_separator(tmp_path):
+    base = {"context": CONTEXT, "question": "When did the mill close?", "answer": "In 1901."}
+    pd.DataFrame([{**base, "id": "a", "evidence": "It closed in 1901 after the river silted up."},
+                  {**base, "id": "b", "evidence": ""}]).to_csv(tmp_path / "d.csv", index=False)
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.csv")))
+    assert examples[0].evidence == ("It closed in 1901 after the river silted up.",)  # one item, not characters
+    assert examples[1].evidence == ()
+    pd.DataFrame([{**base, "id": "a", "evidence": "The mill opened in 1850. || It closed in 1901."}]).to_csv(
+        tmp_path / "s.csv", index=False)
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "s.csv"), evidence_separator="||"))
+    assert examples[0].evidence == ("The mill opened in 1850.", "It closed in 1901.")
+    pd.DataFrame([{**base, "id": "a", "evidence": ["The mill opened in 1850.", "It closed in 1901."]}]).to_parquet(
+        tmp_path / "p.parquet")  # a parquet list column arrives as an array
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "p.parquet")))
+    assert examples[0].evidence == ("The mill opened in 1850.", "It closed in 1901.")
+
+
+def test_rows_without_labels_load_and_unanswerable_squad_questions_are_counted(tmp_path):
+    squad = {"data": [{"title": "Mill", "paragraphs": [{"context": CONTEXT, "qas": [
+        {"id": "q1", "question": "When did the mill open?", "answers": [{"text": "in 1850", "answer_start": 16}]},
+        {"id": "q2", "question": "Who owned the mill?", "answers": [], "is_impossible": True},
+        {"id": "q3", "question": "Why did it close?", "answers": [{"text": "the river silted up",
+                                                                   "answer_start": 40}]}]}]}]}
+    (tmp_path / "squad.json").write_text(json.dumps(squad))
+    examples, report = load_examples(DatasetConfig(kind="squad", path=str(tmp_path / "squad.json")), label_set=LABELS)
+    assert [e.id for e in examples] == ["q1", "q3"] and all(e.relation is None for e in examples)
+    assert report.rows_read == 3 and report.rows_kept == 2
+    assert report.dropped == {"unanswerable (no gold answer)": 1}
+    assert "1 unanswerable (no gold answer)" in report.describe()

@@ -1,0 +1,61 @@
+"""opi.secrets: which names mark a secret, and credentials kept out of URLs, text and written settings."""
+import pytest
+
+from opi.secrets import MASK, is_secret_name, redact_text, redact_url, redact_values
+
+
+@pytest.mark.parametrize("name", ["api_key", "apikey", "api-key", "OPENAI_API_KEY", "llm.api_key", "token",
+                                  "auth_token", "password", "db.passwd", "client_secret", "sig", "X-Amz-Signature",
+                                  "credentials", "credential_file", "Authorization", "access_key", "key", "code"])
+def test_secret_names(name):
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["tokens_per_minute", "max_tokens", "author", "keyboard", "monkey", "model",
+                                  "llm.base_url", "signal", "passage", "encode", "deployment", ""])
+def test_names_that_only_look_like_secrets(name):
+    assert not is_secret_name(name)
+
+
+@pytest.mark.parametrize("url, redacted", [
+    ("http://user:secret@host/v1", "http://***@host/v1"),
+    ("https://sk-abc123@gateway.example.com:8443/openai/v1", "https://***@gateway.example.com:8443/openai/v1"),
+    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+    ("https://host/v1?api-key=s3cr3t&deployment=gpt", "https://host/v1?api-key=***&deployment=gpt"),
+    ("https://host/v1?sig=abc&sv=2024", "https://host/v1?sig=***&sv=2024"),
+    ("https://host/v1?token=", "https://host/v1?token="),  # nothing to hide
+    (None, "api.openai.com"),
+    ("", "api.openai.com"),
+])
+def test_redact_url(url, redacted):
+    assert redact_url(url) == redacted
+
+
+def test_redact_url_hides_a_password_holding_an_at_sign():
+    assert redact_url("http://me:p@ss@host/v1") == "http://***@host/v1"
+
+
+def test_redact_url_of_an_unparseable_url_says_so():
+    assert redact_url("http://[::1/v1") == "<unparseable URL>"
+
+
+def test_redact_text_hides_the_credentials_of_every_url_in_a_line():
+    line = ("retry 1 of 6 for http://user:pw@a.example/v1 and https://b.example/v1?key=k1&model=gpt and "
+            "'https://c.example/?x=1&password=hunter2'")
+    assert redact_text(line) == ("retry 1 of 6 for http://***@a.example/v1 and https://b.example/v1?key=***&model=gpt "
+                                 "and 'https://c.example/?x=1&password=***'")
+    assert redact_text("no url here: 42 tokens") == "no url here: 42 tokens"
+    assert redact_text("max_tokens=256 and ?max_tokens=256") == "max_tokens=256 and ?max_tokens=256"
+
+
+def test_redact_text_and_redact_url_agree_on_a_password_holding_an_at_sign():
+    assert redact_text("calling http://me:p@ss@host/v1") == "calling " + redact_url("http://me:p@ss@host/v1")
+
+
+def test_redact_values_drops_secret_settings_and_redacts_strings_all_the_way_down():
+    settings = {"llm": {"model": "gpt", "api_key": "sk-1", "base_url": "http://u:p@h/v1",
+                        "headers": [{"token": "t"}, "https://h/?sig=s"], "max_tokens": 256},
+                "seeds": (1, 2), "password": None}
+    assert redact_values(settings) == {"llm": {"model": "gpt", "base_url": f"http://{MASK}@h/v1",
+                                               "headers": [{}, f"https://h/?sig={MASK}"], "max_tokens": 256},
+                                       "seeds": (1, 2)}

@@ -1,0 +1,30 @@
+from opi.sentences import overlapping_sentences, split_sentences
+
+
+def test_split_keeps_abbreviations_and_decimals_inside_sentences():
+    text = "Dr. Rook measured 2.5 tonnes, i.e. a lot. Was it enough? No!\n\nA new paragraph starts here"
+    sentences = split_sentences(text)
+    assert [s.text for s in sentences] == [
+        "Dr. Rook measured 2.5 tonnes, i.e. a lot.", "Was it enough?", "No!", "A new paragraph starts here"]
+    for s in sentences:
+        assert text[s.start:s.end] == s.text
+
+
+def test_a_span_touches_every_sentence_it_shares_a_character_with():
+    text = "One two three. Four five six. Seven eight nine."
+    sentences = split_sentences(text)
+    assert [(s.start, s.end) for s in sentences] == [(0, 14), (15, 29), (30, 47)]
+    # a span covering the end of sentence 0 and the start of sentence 1 touches both
+    assert overlapping_sentences(sentences, 10, 20) == [0, 1]
+    assert overlapping_sentences(sentences, 14, 15) == []  # the space between them: neither
+    assert overlapping_sentences(sentences, 13, 14) == [0]  # the full stop: sentence 0 (end exclusive)
+    assert overlapping_sentences(sentences, 0, 47) == [0, 1, 2]
+
+
+def test_paragraph_breaks_end_a_sentence_and_offsets_count_them():
+    text = "A line without a full stop\nThe next line.\n\n  Indented after a blank line."
+    sentences = split_sentences(text)
+    assert [s.text for s in sentences] == ["A line without a full stop", "The next line.",
+                                           "Indented after a blank line."]
+    assert all(text[s.start:s.end] == s.text for s in sentences) and [s.idx for s in sentences] == [0, 1, 2]
+    assert split_sentences("  \n\n ") == []
