@@ -25,8 +25,8 @@ RESULT = re.compile(r"BERTSim \d\.\d+")
 KEPT = ("bertsim", "lrcr", "opi_1", "evidence_recall", "answer_found", "support_recall")
 
 
-def timed(folder: Path, overrides: list[str]) -> dict[str, float]:
-    command = [sys.executable, "-m", "flows.cli.evaluate", "experiment=paper_grid_bounds", *overrides]
+def timed(folder: Path, overrides: list[str], module: str) -> dict[str, float]:
+    command = [sys.executable, "-m", module, "experiment=paper_grid_bounds", *overrides]
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=folder,
                                env={**os.environ, "PREFECT_HOME": f"{folder}/prefect", "PYTHONUNBUFFERED": "1"})
@@ -65,12 +65,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--metrics-out", type=Path)
     parser.add_argument("--compare", type=Path)
+    parser.add_argument("--module", default="flows.cli.evaluate", help="the command's module (flows.evaluate for "
+                        "checkouts from before issue #25)")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     runs = []
     for number in range(args.repeat):
         with tempfile.TemporaryDirectory() as folder:
-            cold, warm = timed(Path(folder), args.overrides), timed(Path(folder), args.overrides)
+            cold = timed(Path(folder), args.overrides, args.module)
+            warm = timed(Path(folder), args.overrides, args.module)
             runs.append((cold, warm))
             print(f"run {number + 1}: cold plan {cold['plan']:.1f} s, first result {cold['first_result']:.1f} s, "
                   f"whole {cold['total']:.1f} s; warm whole {warm['total']:.1f} s", flush=True)

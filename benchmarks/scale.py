@@ -48,8 +48,8 @@ def worker(data: str, rows: int, device: str, backend: str) -> dict:
     answers = ExtractiveReader(n_sentences=2, embedder=embedder).answer([e.question for e in examples], texts)
     similarities = cosine_rows(embedder.encode([e.answer for e in examples], normalize=False),
                                embedder.encode(answers, normalize=False))
-    rows_table = prediction_rows(examples, retrieved, texts, answers, ["unknown"] * len(examples),
-                                          similarities)
+    rows_table = prediction_rows(examples, retrieved, texts, answers, ["unknown"] * len(examples), similarities,
+                                 articles)
     score = bertsim(rows_table["similarity"].tolist())
     wall = time.perf_counter() - started
     distinct = [t for t in embedder._cache if t != "warm-up"]

@@ -18,13 +18,15 @@ class Article:
     chunks: tuple[Chunk, ...]
 
 
-def prepare_articles(contexts: Sequence[str], size: int, overlap: int) -> dict[str, Article]:
-    """Segment and chunk each distinct article once (``size`` and ``overlap`` in words: ``ChunkingConfig``)."""
+def prepare_articles(contexts: Sequence[str], size: int, overlap: int, length: str = "words",
+                     language: str = "en") -> dict[str, Article]:
+    """Segment (pySBD's rules for ``language``) and chunk (``size`` and ``overlap`` in words or characters:
+    ``ChunkingConfig``) each distinct article once."""
     articles = {}
     for context in dict.fromkeys(contexts):
-        sentences = split_sentences(context)
+        sentences = split_sentences(context, language)
         articles[document_id(context)] = Article(document_id(context), tuple(sentences),
-                                                 tuple(chunk_article(context, sentences, size, overlap)))
+                                                 tuple(chunk_article(context, sentences, size, overlap, length)))
     return articles
 
 

@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from opi.sentences import Sentence, overlapping_sentences
 
 PAPER_SEPARATORS = ["\n\n", "\n", r"(?<=[.?!])\s+", " "]
+# text without spaces: after a sentence's end (also the ideographic 。！？), then anywhere
+CHARACTER_SEPARATORS = ["\n\n", "\n", r"(?<=[.?!])\s+", r"(?<=[。！？])", " ", ""]
+LENGTHS = {"words": lambda text: word_count(text), "characters": len}
 
 
 @dataclass(frozen=True)
@@ -33,16 +36,17 @@ def document_id(article: str) -> str:
     return hashlib.sha256(article.encode("utf-8")).hexdigest()[:16]
 
 
-def chunk_article(article: str, sentences: list[Sentence], size: int, overlap: int,
+def chunk_article(article: str, sentences: list[Sentence], size: int, overlap: int, length: str = "words",
                   separators: list[str] | None = None) -> list[Chunk]:
-    """Split ``article`` into chunks of at most ``size`` words overlapping by about ``overlap`` words."""
+    """Split ``article`` into chunks of at most ``size`` words (or characters) overlapping by about ``overlap``."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
     if size <= 0 or not 0 <= overlap < size:
         raise ValueError(f"chunking needs size > 0 and 0 <= overlap < size, got size={size}, overlap={overlap}")
     splitter = RecursiveCharacterTextSplitter(
-        chunk_size=size, chunk_overlap=overlap, length_function=word_count,
-        separators=separators or PAPER_SEPARATORS, is_separator_regex=True,
+        chunk_size=size, chunk_overlap=overlap, length_function=LENGTHS[length],
+        separators=separators or (PAPER_SEPARATORS if length == "words" else CHARACTER_SEPARATORS),
+        is_separator_regex=True,
     )
     doc_id = document_id(article)
     chunks: list[Chunk] = []

@@ -1,9 +1,10 @@
 """Combinations of retrievers: which chunks and complete sentences a configuration hands the reader.
 
 The rules are pure functions over rankings and sentence ids:
-- A- (algorithmic): weighted reciprocal-rank fusion, the rule of LangChain's ``EnsembleRetriever``:
-  score(chunk) = sum over members of weight / (rank + c), rank from 1, c = 60. LangChain returns every fused
-  chunk; the paper's combinations return the default 4, so the fused list is cut to ``k`` (``None`` = no cut).
+- A- (algorithmic): weighted reciprocal-rank fusion, the rule and arithmetic of LangChain's ``EnsembleRetriever``:
+  score(chunk) = sum over members of weight / (rank + c), rank from 1, c = 60, weights 1/n by default; ties keep the
+  order in which chunks first appear across the members. LangChain returns every fused chunk; the paper's
+  combinations return the default 4, so the fused list is cut to ``k`` (``None`` = no cut).
 - S- (sentence): the union of the complete sentences each member retrieved with its own top-k, de-duplicated,
   in article order.
 The combination classes (``conf/combination/*.yaml`` name them with ``_target_``) carry the settings and the
@@ -28,10 +29,11 @@ class Retrieved:
 
 def reciprocal_rank_fusion(rankings: Sequence[Ranking], weights: Sequence[float] | None = None, c: float = 60,
                            k: int | None = 4) -> Ranking:
-    """Fuse member rankings; ties keep the order in which chunks first appear across members (as LangChain)."""
+    """Fuse member rankings as LangChain's ``EnsembleRetriever.weighted_reciprocal_rank`` does (the same
+    floating-point sums, so exact ties break the same way: by first appearance across members)."""
     if not rankings:
         raise ValueError("reciprocal_rank_fusion needs at least one ranking")
-    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    weights = list(weights) if weights is not None else [1 / len(rankings)] * len(rankings)
     if len(weights) != len(rankings):
         raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
     scores: dict[int, float] = {}
@@ -76,7 +78,7 @@ class RankFusion:
     kind: ClassVar[str] = "A-"
     name: str = "A-"
     members: list[str] = field(default_factory=list)
-    weights: Optional[list[float]] = None  # one per member; None = equal
+    weights: Optional[list[float]] = None  # one per member; None = equal (1/n each, LangChain's default)
     c: float = 60.0
     k: Optional[int] = 4  # None = keep every fused chunk (LangChain's EnsembleRetriever)
 

@@ -65,6 +65,8 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
     report = LoadReport(source)
     examples: list[Example] = []
     seen: dict[str, int] = {}
+    records = list(records)
+    with_ids = any(not _no_id(r.get("id")) for r in records)  # else every row is known by its number
     for row_number, record in enumerate(records, start=1):
         report.rows_read += 1
         where = f"{source}, row {row_number}"
@@ -99,7 +101,10 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
         if problem is None and relation is not None and relations is not None and relation not in relations:
             problem = (f"{where}, field 'relation': unknown label {relation!r}; known: {list(relations)}",
                        "unknown relation")
-        example_id = str(record.get("id") if record.get("id") not in (None, "") else row_number)
+        example_id = str(row_number if _no_id(record.get("id")) else record["id"]).strip()
+        if problem is None and with_ids and _no_id(record.get("id")):
+            problem = (f"{where}, field 'id': missing, where other rows have one (give every row an id, or none)",
+                       "missing id")
         if problem is None and example_id in seen:
             problem = (f"{where}, field 'id': duplicate id {example_id!r} (first at row {seen[example_id]})",
                        "duplicate id")
@@ -112,6 +117,10 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
     if not examples:
         raise DataError(f"{source}: no usable rows ({report.describe()})")
     return examples, report
+
+
+def _no_id(value: Any) -> bool:
+    return value is None or _is_missing(value) or not str(value).strip()
 
 
 def _is_missing(value: Any) -> bool:
@@ -210,12 +219,14 @@ def rename_columns(rows: list[dict[str, Any]], columns: dict[str, str] | None, s
     return [{**row, **{ours: row.get(theirs) for ours, theirs in columns.items()}} for row in rows]
 
 
-def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: str = "id") -> list[dict[str, Any]]:
-    """Add ``relation`` from a label file (columns ``id`` or ``row``, and ``relation``)."""
+def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: str = "id",
+                relations: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Add ``relation`` from a label file (columns ``id`` or ``row``, and ``relation``), every row of it checked:
+    a problem names the label file, its row and field."""
     labels = read_table(labels_path)
     if not labels or "relation" not in labels[0] or join_on not in labels[0]:
         raise DataError(f"{labels_path}: a label file needs columns {join_on!r} and 'relation'")
-    by_key = {str(label[join_on]): label["relation"] for label in labels}
+    by_key = label_keys(labels, labels_path, join_on, relations)
     keys = [str(row.get("id")) if join_on == "id" else str(number) for number, row in enumerate(rows, start=1)]
     unmatched = [key for key in keys if key not in by_key]
     if len(unmatched) == len(keys):
@@ -226,6 +237,26 @@ def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: st
         raise DataError(f"{labels_path}: {len(extra)} label(s) name no example by {join_on!r}, "
                         f"e.g. {sorted(extra)[:3]}; the label file does not match this dataset")
     return [{**row, "relation": by_key.get(key)} for row, key in zip(rows, keys)]
+
+
+def label_keys(labels: list[dict[str, Any]], path: str | Path, join_on: str, relations: Sequence[str] | None
+               ) -> dict[str, str | None]:
+    """Key -> relation of a label file's rows (rows counted from 1, as the data's)."""
+    by_key: dict[str, str | None] = {}
+    first: dict[str, int] = {}
+    for number, label in enumerate(labels, start=1):
+        where, key, relation = f"{path}, row {number}", label.get(join_on), label.get("relation")
+        if key is None or _is_missing(key) or not str(key).strip():
+            raise DataError(f"{where}, field {join_on!r}: missing; every label names the example it labels")
+        key = str(key).strip()
+        if key in first:
+            raise DataError(f"{where}, field {join_on!r}: {key!r} is labelled twice (first at row {first[key]}); "
+                            "keep one label per example")
+        relation = None if relation is None or _is_missing(relation) or not str(relation).strip() else str(relation)
+        if relation is not None and relations is not None and relation not in relations:
+            raise DataError(f"{where}, field 'relation': unknown label {relation!r}; known: {list(relations)}")
+        first[key], by_key[key] = number, relation
+    return by_key
 
 
 def bundled_path(name: str) -> Path:
@@ -339,9 +370,9 @@ def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str]
     if not rows:
         raise DataError(f"{source}: the dataset has zero rows" + (f" ({unanswerable} unanswerable questions left "
                                                                    "out)" if unanswerable else ""))
-    rows = rename_columns(rows, d.columns, source)
+    rows = rename_columns(rows, d.columns.mapping(), source)
     if d.labels_path:
-        rows = join_labels(rows, d.labels_path, d.label_join)
+        rows = join_labels(rows, d.labels_path, d.label_join, label_set)
     examples, report = validate(rows, source, label_set, d.on_invalid, d.evidence_separator, d.max_context_words)
     if unanswerable:
         report.rows_read += unanswerable

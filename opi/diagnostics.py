@@ -3,8 +3,9 @@
 They need no reader and no relation labels, so they also judge retrieval under the offline defaults.
 - ``support_recall``: share of the ground-truth answer's content words (lower-cased word tokens outside
   scikit-learn's English stop words) found among the retrieved sentences' words; 1.0 for an answer with none.
-- ``answer_found``: the whole ground-truth answer occurs in the retrieved text, word for word (case, spacing and
-  punctuation between words ignored).
+- ``answer_found``: the whole ground-truth answer occurs in the complete sentences handed to the reader, word for
+  word (case, spacing and punctuation between words ignored); ``opi.predictions`` also tests the retrieved chunks
+  themselves (``answer_in_chunks``).
 - ``evidence_hit`` / ``evidence_recall``: where the dataset gives gold evidence (verbatim sentences, or SQuAD's
   paragraph), whether all of it / what share of it is inside the retrieved text (hit@k on the evidence);
   missing when the example has none.

@@ -1,5 +1,11 @@
 """One configuration's per-example rows (``predictions.parquet``): what was retrieved (with its diagnostics),
-answered and classified, and the answer similarity. Every metric and the report are computed from these rows."""
+answered and classified, and the answer similarity. Every metric and the report are computed from these rows.
+
+The diagnostics (``opi.diagnostics``) read the complete sentences handed to the reader; ``answer_in_chunks`` reads
+the retrieved chunks themselves (a chunk's fragment widened to its sentences can hold an answer the chunk does
+not). In corpus-wide retrieval both read only what came from the example's own article: an answer or an evidence
+sentence that another article happens to hold too is not evidence for this question.
+"""
 from __future__ import annotations
 
 from typing import Mapping, Sequence
@@ -7,18 +13,34 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from opi.articles import Article
+from opi.chunking import document_id
 from opi.combine import Retrieved
 from opi.data import Example
-from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS, diagnose
+from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS, answer_found, diagnose
 from opi.retrieval import right_article
 
 
+def own_sentences(example: Example, article: Article, retrieved: Retrieved) -> list[str]:
+    """The retrieved sentences that belong to the example's own article (all of them, within one article)."""
+    own = document_id(example.context)
+    if article.doc_id == own:
+        return [article.sentences[i].text for i in retrieved.sentence_ids]
+    mine = {i for chunk in article.chunks if chunk.doc_id == own for i in chunk.sentence_ids}
+    return [article.sentences[i].text for i in retrieved.sentence_ids if i in mine]
+
+
+def own_chunks(example: Example, article: Article, retrieved: Retrieved) -> list[str]:
+    own = document_id(example.context)
+    return [article.chunks[i].text for i in retrieved.chunk_ids if article.chunks[i].doc_id == own]
+
+
 def prediction_rows(examples: Sequence[Example], retrieved: Mapping[str, Retrieved], texts: Sequence[list[str]],
-                    answers: Sequence[str], predicted: Sequence[str | None], similarities: Sequence[float],
-                    articles: Mapping[str, Article] | None = None) -> pd.DataFrame:
-    """One row per example. With ``articles`` of a corpus-wide retrieval, also the share of chunks from the right
-    article."""
-    diagnostics = pd.DataFrame([diagnose(e.answer, e.evidence, t) for e, t in zip(examples, texts)],
+                    answers: Sequence[str | None], predicted: Sequence[str | None], similarities: Sequence[float],
+                    articles: Mapping[str, Article], corpus: bool = False) -> pd.DataFrame:
+    """One row per example. ``corpus``: retrieval was corpus-wide (``articles`` is the corpus view): the rows also
+    get the share of chunks from the right article."""
+    seen = [own_sentences(e, articles[document_id(e.context)], retrieved[e.id]) for e in examples]
+    diagnostics = pd.DataFrame([diagnose(e.answer, e.evidence, s) for e, s in zip(examples, seen)],
                                columns=list(DIAGNOSTIC_COLUMNS))
     rows = pd.DataFrame({
         "id": [e.id for e in examples],
@@ -35,7 +57,9 @@ def prediction_rows(examples: Sequence[Example], retrieved: Mapping[str, Retriev
     })
     for column in diagnostics:
         rows[column] = pd.array(diagnostics[column], dtype="Float64")  # no evidence stays missing
-    if articles is not None:
+    rows["answer_in_chunks"] = [float(answer_found(e.answer, own_chunks(e, articles[document_id(e.context)],
+                                                                         retrieved[e.id]))) for e in examples]
+    if corpus:
         rows["right_article"] = [right_article(e, articles, retrieved[e.id]) for e in examples]
     return rows
 

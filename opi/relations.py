@@ -62,20 +62,21 @@ def gold_source(requested: str | None, labelled: str, can_label: bool, classifie
     """Where gold relations come from: (``labels`` | ``classifier`` | ``none``, a notice for the user or None).
 
     ``requested``: ``relations.gold`` (None = choose); ``labelled``: ``all``/``some``/``none`` of the data's
-    examples carry a label; ``can_label``: the configured classifier can label without the data's labels (an LLM,
-    a registered model, or a local one given a labelled training file). Raises ValueError when the request cannot
-    be met.
+    examples carry a label; ``can_label``: the configured classifier can label the gold triples (an LLM, a
+    registered model, a local one given a labelled training file, or one cross-fitted on the data's own labels).
+    Raises ValueError when the request cannot be met.
     """
     needs = (f"the classifier {classifier} learns from labelled examples: give it a labelled file "
              "(classifier.train_path=...) or a registered model (classifier.registered=...), or use classifier=llm")
-    if labelled == "some" and requested != "none":
+    if labelled == "some" and requested not in ("none", "classifier"):
         raise ValueError(f"{source}: some rows have a relation label and some do not; label all of them (a label "
                          "file: dataset.labels_path), or set relations.gold=classifier or none")
     if requested == "labels" and labelled != "all":
         raise ValueError(f"relations.gold=labels, but {source} has no relation labels: give a label file "
                          "(dataset.labels_path), or set relations.gold=classifier or none")
     if requested == "classifier" and not can_label:
-        raise ValueError(f"relations.gold=classifier, but {source} has no relation labels and {needs}")
+        unlabelled = "labels only some of its rows" if labelled == "some" else "has no relation labels"
+        raise ValueError(f"relations.gold=classifier, but {source} {unlabelled} and {needs}")
     if requested is not None:
         return requested, None
     if labelled == "all":

@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from opi.metrics.configuration import configuration_metrics, has_gold_relations
+from opi.metrics.configuration import answered, configuration_metrics, has_gold_relations
 from opi.metrics.opi import beta_key
 from opi.metrics.stats import compare, gap_closed
 from opi.schemas import ReportConfig
@@ -51,6 +51,7 @@ class ReportSettings:
     seed: int = 0
     gold_source: str | None = None  # labels | classifier | none (relations.gold of the runs)
     incomplete: str | None = None  # why the sweep's report covers fewer configurations than it planned
+    scope: str | None = None  # article | corpus (retrieval.scope of the runs)
 
 
 GOLD_SOURCES = {"labels": "the data's relation labels",
@@ -58,6 +59,10 @@ GOLD_SOURCES = {"labels": "the data's relation labels",
                               "agreement between the classifier on the gold and on the generated answers",
                 "none": "none (relations.gold=none): LRCR and OPI are not computed, configurations are ranked by "
                         "BERTSim"}
+
+
+SCOPES = {"article": "within each example's own article (the paper's setting)",
+          "corpus": "across one index of every article of the dataset (retrieval.scope=corpus), as deployed RAG does"}
 
 
 def display(metric: str) -> str:
@@ -86,6 +91,8 @@ class SweepReport:
                   **{f"relation_{name}": table for name, table in self.relation_tables.items()}}
         paths = []
         for name, table in tables.items():
+            if table.empty:  # no relations, no relation tables: no empty file either
+                continue
             paths.append(folder / f"{name}.csv")
             table.to_csv(paths[-1], index=name.startswith("relation_"))
         if self.relation_tables:
@@ -115,6 +122,7 @@ class SweepReport:
         best = self.best
         tied = o[o["verdict"] == "not distinguishable"]["configuration"].tolist()
         text = f"**Incomplete sweep**: {self.settings.incomplete}. " if self.settings.incomplete else ""
+        text += f"Retrieval: {SCOPES[self.settings.scope]}. " if self.settings.scope else ""
         text += f"Gold relations: {GOLD_SOURCES[self.settings.gold_source]}. " if self.settings.gold_source else ""
         text += (f"{len(o)} configurations, {int(best['n'])} examples each. Best by {display(key)}: "
                  f"**{best['configuration']}** ({best[key]:.3f}, {s.confidence:.0%} interval "
@@ -188,7 +196,7 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
         raise ValueError("a report needs at least one configuration")
     labelled = all(has_gold_relations(c.predictions) for c in configurations)
     key = beta_key(s.beta) if labelled else "bertsim"
-    runs = {c.name: c.predictions for c in configurations}
+    runs = paired_rows(configurations)
     rows, per_relation = [], []
     for c in configurations:
         metrics, table = configuration_metrics(c.predictions, relations, [1.0], s.beta, s.config.confidence,
@@ -205,7 +213,7 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
         per_relation.append(table.assign(configuration=c.name))
     overall = pd.DataFrame(rows).sort_values(key, ascending=False, kind="stable").reset_index(drop=True)
     overall = _against_best(overall, runs, s, "opi" if labelled else "bertsim")
-    overall = _between_bounds(overall, configurations, s, "opi" if labelled else "bertsim")
+    overall = _between_bounds(overall, configurations, runs, s, "opi" if labelled else "bertsim")
     labels = {c.name: c.setup for c in configurations}
     if not labelled:
         return SweepReport(overall, pd.DataFrame(), pd.DataFrame(), _answer_quality(overall), s, labels, key)
@@ -218,14 +226,22 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
                        relation_tables)
 
 
-def _between_bounds(overall: pd.DataFrame, configurations: Sequence[Configuration], s: ReportSettings, metric: str
-                    ) -> pd.DataFrame:
+def paired_rows(configurations: Sequence[Configuration]) -> dict[str, pd.DataFrame]:
+    """Each configuration's rows on the examples every configuration answered (an LLM's empty replies and
+    refusals leave an example out of one of them): the paired tests compare like with like."""
+    answered_by_all = set.intersection(*(set(answered(c.predictions)["id"]) for c in configurations))
+    return {c.name: c.predictions[c.predictions["id"].isin(answered_by_all)].reset_index(drop=True)
+            for c in configurations}
+
+
+def _between_bounds(overall: pd.DataFrame, configurations: Sequence[Configuration], runs: dict[str, pd.DataFrame],
+                    s: ReportSettings, metric: str) -> pd.DataFrame:
     """With one random (lower) and one oracle (upper) configuration in the sweep: each configuration's share of
     the gap between them closed, with its interval."""
-    bounds = {c.bound: c.predictions for c in configurations if c.bound}
+    bounds = {c.bound: runs[c.name] for c in configurations if c.bound}
     if set(bounds) != {"lower", "upper"}:
         return overall
-    closed = {c.name: gap_closed(c.predictions, bounds["lower"], bounds["upper"], metric, s.beta,
+    closed = {c.name: gap_closed(runs[c.name], bounds["lower"], bounds["upper"], metric, s.beta,
                                  s.config.confidence, s.config.resamples, s.seed) for c in configurations}
     apart = compare(bounds["upper"], bounds["lower"], metric, s.beta, s.config.alpha, s.config.permutations, s.seed)
     return overall.assign(p_upper_vs_lower_bound=apart.p_value,

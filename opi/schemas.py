@@ -8,6 +8,7 @@ components themselves, built without their run-time resources.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -20,11 +21,27 @@ def _require(condition: bool, message: str) -> None:
 
 
 @dataclass
+class ColumnsConfig:
+    """Which of the file's columns holds each of our fields (``dataset.columns={context:passage,answer:gold}``);
+    unset fields keep their own name."""
+    id: Optional[str] = None
+    context: Optional[str] = None
+    question: Optional[str] = None
+    answer: Optional[str] = None
+    relation: Optional[str] = None
+    evidence: Optional[str] = None
+    article_id: Optional[str] = None
+
+    def mapping(self) -> dict[str, str]:
+        return {ours: theirs for ours, theirs in vars(self).items() if theirs}
+
+
+@dataclass
 class DatasetConfig:
     kind: str = "bundled"  # bundled | rag12000 | table | squad
     name: str = "deeplogic-v2"  # bundled: deeplogic-v2 | deeplogic-130
     path: Optional[str] = None
-    columns: dict[str, str] = field(default_factory=dict)
+    columns: ColumnsConfig = field(default_factory=ColumnsConfig)
     labels_path: Optional[str] = None
     label_join: str = "id"
     hub_repo: str = "neural-bridge/rag-dataset-12000"
@@ -39,6 +56,8 @@ class DatasetConfig:
     test_fraction: float = 0.2
 
     def __post_init__(self):
+        if isinstance(self.columns, dict):  # from plain data (a cache key, a test): the typed mapping
+            self.columns = ColumnsConfig(**self.columns)
         _require(self.max_context_words > 0, f"dataset.max_context_words must be > 0, got {self.max_context_words}")
         _require(self.kind in ("bundled", "rag12000", "table", "squad"),
                  f"dataset.kind must be bundled, rag12000, table or squad, got {self.kind!r}")
@@ -82,11 +101,21 @@ class RetrievalConfig:
 class ChunkingConfig:
     size: int = 100
     overlap: int = 20
+    # what size and overlap count: words (the paper), or characters, for text written without spaces
+    length: str = "words"
 
     def __post_init__(self):
-        _require(self.size > 0, f"chunking.size must be > 0 words, got {self.size}")
+        _require(self.length in ("words", "characters"), f"chunking.length: words or characters, got {self.length!r}")
+        _require(self.size > 0, f"chunking.size must be > 0 {self.length}, got {self.size}")
         _require(0 <= self.overlap < self.size,
                  f"chunking.overlap must be >= 0 and smaller than chunking.size ({self.size}), got {self.overlap}")
+
+
+@dataclass
+class SentencesConfig:
+    # the text's language, for pySBD's sentence rules (en, zh, ja, de, ...); one without rules (th) is split on line
+    # breaks and . ? ! only, and chunked by characters
+    language: str = "en"
 
 
 @dataclass
@@ -129,12 +158,17 @@ class LLMConfig:
     price_input_per_million: float = 0.0  # USD, for the cost metric
     price_output_per_million: float = 0.0
     structured_output: bool = True
+    empty_retries: int = 1  # an empty reply or a refusal is asked again this many times, then recorded as missing
     local_server: Optional[LocalServerConfig] = None  # start a llama.cpp server on 127.0.0.1 for this run
 
     def __post_init__(self):
         if self.endpoint:
             _require(self.max_tokens > 0 and self.timeout > 0 and self.max_retries >= 0 and self.concurrency >= 1,
                      "llm.max_tokens and llm.timeout must be > 0, llm.max_retries >= 0, llm.concurrency >= 1")
+            _require(self.empty_retries >= 0, f"llm.empty_retries must be >= 0, got {self.empty_retries}")
+            _require(self.temperature >= 0, f"llm.temperature must be >= 0, got {self.temperature}")
+            _require(self.price_input_per_million >= 0 and self.price_output_per_million >= 0,
+                     "llm.price_input_per_million and llm.price_output_per_million must be >= 0")
             _require(self.deadline is None or self.deadline > 0,
                      f"llm.deadline must be > 0 seconds or null (no deadline), got {self.deadline}")
             _require(self.requests_per_minute is None or self.requests_per_minute > 0,
@@ -160,8 +194,13 @@ class MetricsConfig:
     def __post_init__(self):
         _require(len(self.correctness_weights) == 2 and min(self.correctness_weights) >= 0
                  and sum(self.correctness_weights) > 0, "metrics.correctness_weights: two non-negative numbers")
-        _require(self.beta > 0, f"metrics.beta must be > 0, got {self.beta}")
-        _require(all(b > 0 for b in self.betas), f"metrics.betas must all be > 0, got {self.betas}")
+        _require(self.beta > 0 and math.isfinite(self.beta), f"metrics.beta must be a finite number > 0, got {self.beta}")
+        _require(all(b > 0 and math.isfinite(b) for b in self.betas),
+                 f"metrics.betas must all be numbers > 0, got {self.betas}")
+        _require(all(math.isfinite(w) for w in self.correctness_weights), "metrics.correctness_weights: finite numbers")
+        _require(self.similarity_threshold is None or -1 <= self.similarity_threshold <= 1,
+                 f"metrics.similarity_threshold must be a cosine in [-1, 1] or null, got {self.similarity_threshold}")
+        _require(self.parse_retries >= 0, f"metrics.parse_retries must be >= 0, got {self.parse_retries}")
 
 
 @dataclass
@@ -242,6 +281,7 @@ class OPIConfig:
     dataset: DatasetConfig = MISSING
     relations: RelationsConfig = MISSING
     chunking: ChunkingConfig = MISSING
+    sentences: SentencesConfig = field(default_factory=SentencesConfig)
     embedding: EmbeddingConfig = MISSING
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     retriever: Any = MISSING  # a retriever component: the configuration's one retriever
@@ -256,6 +296,10 @@ class OPIConfig:
     paths: PathsConfig = field(default_factory=PathsConfig)
     train: Optional[TrainConfig] = None  # only opi-train-classifier composes it
     seed: int = 0
+
+    def __post_init__(self):
+        # numpy, scikit-learn and the bootstraps take seeds in [0, 2**32)
+        _require(0 <= self.seed < 2**32, f"seed must be an integer from 0 to 2**32 - 1, got {self.seed}")
 
     @property
     def single(self) -> bool:

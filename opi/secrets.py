@@ -1,12 +1,14 @@
 """The one set of rules for what counts as a secret, and how it is kept out of what OPI writes.
 
-- A setting whose *name* says it holds a secret (``api_key``, ``token``, ``password`` ...): dropped wherever
-  settings are written (MLflow params, ``config.yaml``).
-- Credentials written into a URL: the userinfo (``http://user:key@host``) and query values whose name says they are
-  secret (``?api-key=...``, ``&sig=...``) become ``***`` in URLs and in any text that contains one (log lines,
-  Hydra's saved configs, error messages).
-
-Every redaction in ``opi`` and ``flows`` goes through these functions, so the rules cannot disagree.
+A key lives in an environment variable, and a setting names the variable (``llm.api_key_env=OPENAI_API_KEY``).
+``setting_problem`` says why a setting would put a secret into what a run writes (run names, params, Hydra's saved
+files, Prefect's database, logs), without repeating it; commands refuse such settings before anything is written:
+- a ``*_env`` setting that is not a variable's name (a key pasted where its variable's name belongs);
+- a setting whose *name* says it holds a secret (``api_key``, ``token``, ``password`` ...) given a value;
+- a URL with credentials in it (``http://user:key@host``, ``?api-key=...``);
+- a value that looks like a provider's API key (``sk-...``, ``hf_...``, ``AKIA...``).
+Redaction is the second line, for what reaches a log line anyway: ``redact_text`` masks credentials in URLs and
+key-looking tokens. Every check and redaction in ``opi`` and ``flows`` goes through these functions.
 """
 from __future__ import annotations
 
@@ -18,6 +20,12 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 SECRET_NAME = re.compile(r"(^|[-_])(api[-_]?key|apikey|secret|token|password|passwd|credentials?|auth|authorization|"
                          r"access[-_]?key|sig|signature|key|code)($|[-_])", re.IGNORECASE)
 MASK = "***"
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# the shapes of common providers' keys: OpenAI and Anthropic (sk-...), Hugging Face, GitHub, Slack, AWS, Google
+KEY_LIKE = re.compile(r"(?<![A-Za-z0-9])(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|"
+                      r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|"
+                      r"AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,})")
+UNSET = (None, "", "null", "None", "???")
 _USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s'\"]+@")  # to the last @ before the path
 _QUERY_PAIR = re.compile(r"([?&])([^=&\s'\"#]+)=([^&\s'\"#]*)")
 
@@ -33,10 +41,59 @@ def _query_pair(match: re.Match) -> str:
 
 
 def redact_text(text: str) -> str:
-    """``text`` with every URL's credentials replaced by ``***``."""
+    """``text`` with every URL's credentials and every key-looking token replaced by ``***``."""
+    text = KEY_LIKE.sub(MASK, text)
     if "@" not in text and "=" not in text:
         return text
     return _QUERY_PAIR.sub(_query_pair, _USERINFO.sub(rf"\1{MASK}@", text))
+
+
+def looks_like_key(text: str) -> bool:
+    return bool(KEY_LIKE.search(text))
+
+
+def url_has_credentials(text: str) -> bool:
+    """A URL in ``text`` carries a user:password or a secret-named query value."""
+    return bool(_USERINFO.search(text)) or any(is_secret_name(name) and value
+                                               for _, name, value in _QUERY_PAIR.findall(text))
+
+
+def setting_problem(name: str, value: Any) -> str | None:
+    """Why ``name=value`` would put a secret into what a run writes, in one line that does not repeat the value;
+    None when it does not."""
+    if name.split(".")[-1].endswith("_env"):
+        values = value.split(",") if isinstance(value, str) else [value]  # a sweep over variables: a,b
+        if all(v in UNSET or (isinstance(v, str) and ENV_NAME.fullmatch(v.strip())) for v in values):
+            return None
+        return (f"{name} must be the name of an environment variable (letters, digits and _), not its value: put "
+                f"the key in a variable (export OPENAI_API_KEY=...) and give its name ({name}=OPENAI_API_KEY)")
+    if is_secret_name(name) and value not in UNSET:
+        return (f"{name} would write a secret into the run's settings and logs: OPI takes no key as a setting; put "
+                "it in an environment variable and name that variable (llm.api_key_env=OPENAI_API_KEY)")
+    if isinstance(value, str) and url_has_credentials(value):
+        return (f"{name} holds credentials in its URL (user:password@ or a key in the query), which every log and "
+                "saved config would carry: give the URL without them and the key through llm.api_key_env")
+    if isinstance(value, str) and looks_like_key(value):
+        return (f"{name} holds what looks like an API key: OPI takes no key as a setting; put it in an environment "
+                "variable and name that variable (llm.api_key_env=OPENAI_API_KEY)")
+    return None
+
+
+def settings_problem(settings: Any, prefix: str = "") -> str | None:
+    """The first ``setting_problem`` among nested settings (dicts and lists of plain data)."""
+    if isinstance(settings, dict):
+        for key, value in settings.items():
+            problem = settings_problem(value, f"{prefix}{key}.") if isinstance(value, (dict, list)) else \
+                setting_problem(f"{prefix}{key}", value)
+            if problem:
+                return problem
+    elif isinstance(settings, list):
+        for item in settings:
+            problem = settings_problem(item, prefix) if isinstance(item, (dict, list)) else \
+                setting_problem(prefix.rstrip("."), item)
+            if problem:
+                return problem
+    return None
 
 
 def redact_url(url: str | None) -> str:

@@ -18,20 +18,32 @@ class Sentence:
     end: int
 
 
-@lru_cache(maxsize=1)
-def _segmenter():
+# languages written without spaces between words: their chunks are best measured in characters
+UNSPACED_LANGUAGES = ("zh", "ja", "th", "lo", "km", "my")
+
+
+def has_rules(language: str) -> bool:
+    """pySBD has sentence rules for ``language`` (else English's are used: line breaks and . ? ! end sentences)."""
+    from pysbd.languages import LANGUAGE_CODES
+
+    return language in LANGUAGE_CODES
+
+
+@lru_cache(maxsize=8)
+def _segmenter(language: str):
     import pysbd
 
-    return pysbd.Segmenter(language="en", clean=False, char_span=True)
+    return pysbd.Segmenter(language=language if has_rules(language) else "en", clean=False, char_span=True)
 
 
-def split_sentences(article: str) -> list[Sentence]:
-    """Sentences of ``article`` in order, with their character spans. Paragraph breaks always end a sentence."""
+def split_sentences(article: str, language: str = "en") -> list[Sentence]:
+    """Sentences of ``article`` in order, with their character spans, by pySBD's rules for ``language``.
+    Paragraph breaks always end a sentence."""
     sentences: list[Sentence] = []
     offset = 0
     for block in article.split("\n"):
         if block.strip():
-            for span in _segmenter().segment(block):
+            for span in _segmenter(language).segment(block):
                 text = span.sent.strip()
                 if text:
                     start = offset + span.start + (len(span.sent) - len(span.sent.lstrip()))

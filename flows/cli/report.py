@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from flows.cli.start import add_store_arguments, console_logging, run_command, start_command
@@ -27,8 +28,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     try:
         ReportConfig(True, args.confidence, args.resamples, args.alpha, args.permutations)
-        if args.beta is not None and args.beta <= 0:
-            raise ValueError(f"--beta must be > 0, got {args.beta}")
+        if args.beta is not None and not (args.beta > 0 and math.isfinite(args.beta)):
+            raise ValueError(f"--beta must be a finite number > 0, got {args.beta}")
     except ValueError as err:
         parser.error(str(err))
     return args

@@ -22,6 +22,7 @@ from flows.run.errors import EXIT_USER_ERROR, explained, keep_traceback_in_log_f
 from flows.run.redaction import redact_log_records
 from opi.interrupt import stop_requests
 from opi.schemas import TrackingConfig
+from opi.secrets import setting_problem
 
 log = logging.getLogger("opi")
 ENVIRONMENT = {
@@ -50,7 +51,12 @@ VERBOSE_FLAGS = ("-v", "--verbose")
 
 
 def start_command(early_prefect: bool = False) -> None:
-    """Set this process up for a command; ``early_prefect``: start booting Prefect's temporary server now."""
+    """Set this process up for a command; ``early_prefect``: start booting Prefect's temporary server now. A secret
+    on the command line is refused first, before anything could write it down."""
+    problem = command_line_problem(sys.argv[1:])
+    if problem:
+        print(f"invalid configuration: {problem}", file=sys.stderr)
+        raise SystemExit(EXIT_USER_ERROR)
     if any(a in VERBOSE_FLAGS for a in sys.argv[1:]):
         os.environ["OPI_VERBOSE"] = "1"  # processes this one starts (the nightly sweep) inherit it
         sys.argv = [sys.argv[0], *[a for a in sys.argv[1:] if a not in VERBOSE_FLAGS]]
@@ -72,6 +78,20 @@ def start_command(early_prefect: bool = False) -> None:
     signal.signal(signal.SIGTERM, stopped_by_signal)
     if early_prefect and not any(a.split("=")[0] in QUICK_EXITS for a in sys.argv[1:]):
         start_temporary_server()  # boots while the command imports, checks its data and composes (~5 s saved)
+
+
+def command_line_problem(arguments: list[str]) -> str | None:
+    """A setting on the command line that would put a secret into what the run writes (``opi.secrets``): Hydra
+    overrides (``llm.api_key_env=...``, ``+llm.api_key=...``) and ``--option=value`` alike."""
+    for argument in arguments:
+        if "=" not in argument:
+            continue
+        key, value = argument.split("=", 1)
+        key = key.lstrip("+~-").split("@")[0]
+        problem = setting_problem(key, value.strip("'\""))
+        if problem:
+            return problem
+    return None
 
 
 def stopped_by_signal(signum: int, frame: Any) -> None:

@@ -11,9 +11,9 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
-from mlflow import MlflowClient
 
 from flows.run.errors import CommandError
+from flows.tracking.store import existing_store
 from flows.tracking.sweeps import child_predictions, find_sweep
 from opi.metrics.extrinsic import annotation_sheet, export_sheet, import_sheet, scores_by_configuration
 from opi.metrics.meta import agreement_table, places
@@ -100,7 +100,7 @@ def import_scores(client, parent: str, sheet: Path, edges: tuple[float, ...]) ->
 def annotate(tracking_uri: str, experiment: str, sweep: str | None, command: str, path: Path, seed: int,
              edges: tuple[float, ...]) -> None:
     """``opi-annotate export`` or ``import`` for a finished sweep (the latest, or ``sweep``)."""
-    client = MlflowClient(tracking_uri)
+    client = existing_store(tracking_uri)
     parent = find_sweep(client, experiment, sweep)
     if command == "export":
         export(client, parent, path, seed)

@@ -22,6 +22,7 @@ from flows.nightly import CHAMPION, CHAMPION_TAG, DEPLOYMENT
 from flows.orchestration.server import OrchestrationError, ensure_api, prefect_api, user_api_url
 from flows.run.config import compose_config
 from flows.run.errors import CommandError
+from flows.tracking.store import existing_store
 from flows.tracking.sweeps import child_predictions, children, existing_run
 from opi.data import DataError
 from opi.regression import ALPHA, TOLERANCE, explain, failed, judge, read_baseline_file, write_baseline_file
@@ -160,7 +161,7 @@ def promote_by_hand(tracking_uri: str, experiment: str, sweep: str) -> None:
 
 
 def existing_experiment(tracking_uri: str, experiment: str) -> tuple[MlflowClient, str]:
-    client = MlflowClient(tracking_uri)
+    client = existing_store(tracking_uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:
         raise CommandError(f"no MLflow experiment {experiment!r} at {tracking_uri}")

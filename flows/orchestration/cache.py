@@ -138,24 +138,27 @@ class StageCalls:
         # Not on Dask, whose graphs read the annotation (a tuple) as a task.
         self.wrap = quote if quote_inputs else (lambda value: value)
 
-    def call_many(self, stage: str, task_fn, *calls: tuple) -> list:
-        """Submit the calls to the flow's task runner together, then collect their results in order."""
+    def call_many(self, stage: str, task_fn, *calls: tuple, kept: bool = True) -> list:
+        """Submit the calls to the flow's task runner together, then collect their results in order. ``kept``:
+        False for a stage whose every LLM reply is kept call by call in the LLM call cache, which alone knows which
+        replies were no answer (those must be asked again by the next run, not read back with the stage)."""
         started = time.perf_counter()
-        futures = [cached(task_fn, self.cache_dir).submit(*map(self.wrap, args)) for args in calls]
+        futures = [(cached(task_fn, self.cache_dir) if kept else task_fn).submit(*map(self.wrap, args))
+                   for args in calls]
         results = []
         for future in futures:
             future.wait()
-            if was_cached(future.state):
+            if kept and was_cached(future.state):
                 self.hits += 1
-            else:
+            elif kept:
                 self.misses += 1
                 self.computed[stage] = self.computed.get(stage, 0) + 1
             results.append(future.state.result())
         self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - started
         return results
 
-    def call(self, stage: str, task_fn, *args):
-        return self.call_many(stage, task_fn, args)[0]
+    def call(self, stage: str, task_fn, *args, kept: bool = True):
+        return self.call_many(stage, task_fn, args, kept=kept)[0]
 
     def counts(self) -> dict[str, float]:
         return {"cache_hits": self.hits, "cache_misses": self.misses,

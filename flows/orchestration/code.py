@@ -31,13 +31,23 @@ def module_of(thing: Any) -> str:
 @lru_cache(maxsize=None)
 def module_file(name: str) -> Path | None:
     """The source file of module ``name`` (a package's ``__init__.py``), or None for a built-in, compiled or
-    missing one."""
+    missing one. Found on disk below its top-level package, without importing it: asking the import system about
+    ``opi.x.y`` would import ``opi.x`` (and scikit-learn with ``opi.relation_features``)."""
+    root, *parts = name.split(".")
     try:
-        spec = importlib.util.find_spec(name)
+        spec = importlib.util.find_spec(root)
     except (ImportError, ValueError):
         return None
-    origin = getattr(spec, "origin", None)
-    return Path(origin) if origin and origin.endswith(".py") else None
+    if spec is None:
+        return None
+    if not parts:
+        return Path(spec.origin) if spec.origin and spec.origin.endswith(".py") else None
+    for folder in spec.submodule_search_locations or ():
+        candidate = Path(folder).joinpath(*parts)
+        for path in (candidate.with_suffix(".py"), candidate / "__init__.py"):
+            if path.is_file():
+                return path
+    return None
 
 
 def imported_modules(name: str, path: Path) -> set[str]:

@@ -71,8 +71,8 @@ def embedder_for(embedding: EmbeddingConfig):
 
 
 @task(name="chunk-articles")
-def chunk_articles(contexts: list[str], chunking: ChunkingConfig, code: str):
-    return prepare_articles(contexts, chunking.size, chunking.overlap)
+def chunk_articles(contexts: list[str], chunking: ChunkingConfig, language: str, code: str):
+    return prepare_articles(contexts, chunking.size, chunking.overlap, chunking.length, language)
 
 
 @task(name="rank")
@@ -158,9 +158,17 @@ def classifier_accuracy(classifier, training: TrainingSet, context: StageContext
 
 
 @task(name="answer-similarity")
-def answer_similarity(gold: list[str], generated: list[str], embedding: EmbeddingConfig, code: str) -> list[float]:
+def answer_similarity(gold: list[str], generated: list[str | None], embedding: EmbeddingConfig, code: str
+                      ) -> list[float]:
+    """Cosine of each gold and generated answer's embeddings; NaN where there is no answer."""
     embedder = embedder_for(embedding)
-    return cosine_rows(embedder.encode(gold, normalize=False), embedder.encode(generated, normalize=False)).tolist()
+    given = [i for i, answer in enumerate(generated) if answer is not None]
+    cosines = cosine_rows(embedder.encode([gold[i] for i in given], normalize=False),
+                          embedder.encode([generated[i] for i in given], normalize=False))
+    similarities = [float("nan")] * len(gold)
+    for i, cosine in zip(given, cosines):
+        similarities[i] = float(cosine)
+    return similarities
 
 
 @task(name="answer-quality")
@@ -170,16 +178,18 @@ def answer_quality(metrics: MetricsConfig, llm: LLMConfig, questions: list[str],
     client = client_for(llm, llm_cache)
     columns: dict[str, list] = {}
     counts: dict[str, float] = {}
+    given = [i for i, answer in enumerate(answers) if answer is not None]  # no answer, no score
     if metrics.correctness:
         scorer = AnswerCorrectness(client, metrics.correctness_weights, metrics.similarity_threshold,
                                    metrics.parse_retries)
-        results = [scorer.score(q, a, t, s) for q, a, t, s in zip(questions, answers, truths, similarities)]
-        columns["correctness"] = [r.score for r in results]
-        columns["correctness_f1"] = [r.f1 for r in results]
-        counts["correctness_failures"] = float(sum(r.score is None for r in results))
+        results = {i: scorer.score(questions[i], answers[i], truths[i], similarities[i]) for i in given}
+        columns["correctness"] = [results[i].score if i in results else None for i in range(len(answers))]
+        columns["correctness_f1"] = [results[i].f1 if i in results else None for i in range(len(answers))]
+        counts["correctness_failures"] = float(sum(r.score is None for r in results.values()))
     if metrics.judge:
         judge = LLMJudge(client, metrics.parse_retries)
-        columns["judge_score"] = judge.score(questions, truths, answers)
+        scores = dict(zip(given, judge.score(*([values[i] for i in given] for values in (questions, truths, answers)))))
+        columns["judge_score"] = [scores.get(i) for i in range(len(answers))]
         counts["judge_failures"] = float(judge.parse_failures)
     return {"columns": columns, "counts": counts, "usage": client.usage.as_metrics("llm_metrics")}
 

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from flows.run.errors import EXIT_USER_ERROR, composed
 from opi import components
+from opi.secrets import settings_problem
 from opi.schemas import (ChunkingConfig, DatasetConfig, EmbeddingConfig, LLMConfig, MetricsConfig, OPIConfig,
                          OrchestrationConfig, RelationsConfig, ReportConfig, TrackingConfig, TrainConfig)
 
@@ -94,6 +95,7 @@ def compose_config(overrides: list[str], config_name: str = "config") -> DictCon
 def typed(cfg: DictConfig, overridden: list[str] = ()) -> OPIConfig:
     """The checked, typed configuration. ``overridden``: the user's command-line overrides, to refuse the ones
     that would change nothing (``retriever.*`` in an A-/S- configuration)."""
+    refuse_secrets(cfg)
     config: OPIConfig = OmegaConf.to_object(cfg)
     config.retriever = components.check(config.retriever, "retriever")
     config.retrievers = {name: components.check(node, f"retrievers.{name}") for name, node in config.retrievers.items()}
@@ -104,6 +106,15 @@ def typed(cfg: DictConfig, overridden: list[str] = ()) -> OPIConfig:
         check_members(config, overridden)
     check_endpoint(config)
     return config
+
+
+def refuse_secrets(cfg: DictConfig) -> None:
+    """A secret in any setting (a YAML file's as well as the command line's): refused, never written down."""
+    settings = OmegaConf.to_container(cfg, resolve=False)
+    settings.pop("hydra", None)
+    problem = settings_problem(settings)
+    if problem:
+        raise ValueError(problem)
 
 
 def check_members(config: OPIConfig, overridden: list[str]) -> None:
@@ -121,7 +132,8 @@ def check_members(config: OPIConfig, overridden: list[str]) -> None:
 def check_endpoint(config: OPIConfig) -> None:
     """What sends requests through the LLM endpoint needs one."""
     needs_endpoint = [what for what, needed in [
-        (f"the classifier {config.classifier.name}", "client" in components.accepted(type(config.classifier),
+        (f"the classifier {getattr(config.classifier, 'name', type(config.classifier).__name__)}",
+         "client" in components.accepted(type(config.classifier),
                                                                                        ["client"])),
         ("metrics.correctness", config.metrics.correctness), ("metrics.judge", config.metrics.judge)] if needed]
     if needs_endpoint and not config.llm.endpoint:

@@ -62,7 +62,8 @@ def run_configuration(config: OPIConfig) -> dict[str, Any]:
         counts = {"cache_hits": kept["stages"], "cache_misses": 0, "seconds_lookup": time.perf_counter() - started}
     else:
         result, counts = run_stages(config, data, registered)
-        keep(cache_dir, key, result)
+        if not unanswered(result["metrics"]):  # replies that were no answer are asked again by the next run
+            keep(cache_dir, key, result)
     log.info("%s: %d of %d stage results reused from the cache%s", describe(config).name, counts["cache_hits"],
              result["stages"], " (the configuration's whole result, one read)" if kept is not None else "")
     metrics = {**result["metrics"], **counts,
@@ -72,6 +73,11 @@ def run_configuration(config: OPIConfig) -> dict[str, Any]:
                "embedder_unique_texts": embedder.unique_texts,
                "embedder_texts_requested_total": embedder.texts_embedded + embedder.cache_hits}
     return {"metrics": metrics, "predictions": result["predictions"], "per_relation": result["per_relation"]}
+
+
+def unanswered(metrics: dict[str, float]) -> float:
+    """How many LLM replies of the run were no answer (empty, or refusals)."""
+    return sum(v for k, v in metrics.items() if k.endswith(("_empty_replies", "_refusals")))
 
 
 def evaluate(config: OPIConfig) -> dict[str, Any]:

@@ -33,9 +33,16 @@ class Identity:
 def describe(config: OPIConfig) -> Identity:
     members = tuple(getattr(r, "name", type(r).__name__) for r in config.members().values())
     setup = members[0] if config.single else config.combination.name
-    classifier = getattr(config.classifier, "name", type(config.classifier).__name__)
     bound = getattr(config.retriever, "bound", None) if config.single else None
-    return Identity(setup, config.combination.kind, members, f"{setup} | {config.llm.name} | {classifier}", bound)
+    return Identity(setup, config.combination.kind, members, " | ".join([setup, config.llm.name,
+                                                                         *classifier_names(config)]), bound)
+
+
+def classifier_names(config: OPIConfig) -> list[str]:
+    """The relation classifier as runs show it; none when the run has no gold relations (``relations.gold=none``)."""
+    if config.relations.gold == "none":
+        return []
+    return [getattr(config.classifier, "name", type(config.classifier).__name__)]
 
 
 def settings_of(component: Any) -> dict[str, Any]:
@@ -59,8 +66,10 @@ def plain(value: Any) -> Any:
 
 
 def effective_settings(config: OPIConfig) -> dict[str, Any]:
-    """Every setting of the configuration as plain data, components by their settings, with only the retrievers
-    it runs: ``retriever`` for a single one, ``retrievers.<member>`` for a combination."""
+    """Every setting that applies to the configuration, as plain data, components by their settings, with only
+    the retrievers it runs: ``retriever`` for a single one, ``retrievers.<member>`` for a combination; settings
+    that change nothing here (a Dask setting on threads, an endpoint's settings without an endpoint, a bundled
+    split's settings on a file) are left out."""
     settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name != "train"}
     members = {name: settings_of(r) for name, r in config.members().items()}
     if config.single:
@@ -72,4 +81,26 @@ def effective_settings(config: OPIConfig) -> dict[str, Any]:
     settings["combination"] = settings_of(config.combination)
     settings["classifier"] = settings_of(config.classifier)
     settings["llm"] = {**plain(config.llm), "reader": settings_of(config.llm.reader)}
-    return {name: plain(value) for name, value in settings.items()}
+    settings = {name: plain(value) for name, value in settings.items()}
+    for group, names in not_applicable(config).items():
+        for name in names:
+            settings[group].pop(name, None)
+    return settings
+
+
+def not_applicable(config: OPIConfig) -> dict[str, list[str]]:
+    """The settings of each group that do nothing in this configuration."""
+    dataset, llm, metrics = config.dataset, config.llm, config.metrics
+    split = dataset.kind == "bundled" or (dataset.kind == "rag12000" and not dataset.path)
+    return {
+        "dataset": [*([] if dataset.kind == "bundled" and dataset.split != "all" else
+                      ["split_per_relation", "test_fraction"]),
+                    *([] if split else ["split"]), *([] if dataset.kind == "bundled" else ["name"]),
+                    *([] if dataset.kind == "rag12000" and not dataset.path else ["hub_repo"]),
+                    *([] if dataset.labels_path else ["label_join"])],
+        "llm": [] if llm.endpoint else [name for name in plain(llm) if name not in ("name", "reader")],
+        "metrics": [*([] if metrics.correctness else ["correctness_weights", "similarity_threshold"]),
+                    *([] if metrics.correctness or metrics.judge else ["parse_retries"])],
+        "orchestration": (["max_workers"] if config.orchestration.runner == "dask" else
+                          ["dask_address", "dask_workers", "dask_threads_per_worker"]),
+    }

@@ -48,11 +48,13 @@ def record(config: OPIConfig, result: dict) -> None:
     """The configuration's predictions and table in the Hydra output folder, and its MLflow run."""
     output = Path(HydraConfig.get().runtime.output_dir)
     write_atomically(output / "predictions.parquet", lambda path: result["predictions"].to_parquet(path, index=False))
-    write_atomically(output / "per_relation.csv", lambda path: result["per_relation"].to_csv(path, index=False))
+    tables = {"predictions.parquet": result["predictions"]}
+    if not result["per_relation"].empty:  # no gold relations: no per-relation table, no empty file
+        tables["per_relation.csv"] = result["per_relation"]
+        write_atomically(output / "per_relation.csv", lambda path: result["per_relation"].to_csv(path, index=False))
     if config.tracking.enabled:
         identity = describe(config)
-        run_id = log_run(config.tracking, identity.name, effective_settings(config), result["metrics"],
-                         {"predictions.parquet": result["predictions"], "per_relation.csv": result["per_relation"]},
+        run_id = log_run(config.tracking, identity.name, effective_settings(config), result["metrics"], tables,
                          {"opi.role": "configuration", "gold_relation_source": config.relations.gold,
                           **identity.tags(), **prompt_tags(config)})
         log.info("MLflow run %s", run_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import os
 from typing import Any
 
 from hydra.core.global_hydra import GlobalHydra
@@ -14,14 +15,16 @@ from omegaconf import DictConfig, open_dict
 
 from flows.orchestration.prefect_adapter import import_server_models
 from flows.orchestration.server import ensure_api
-from flows.run.config import typed
+from flows.run.config import refuse_secrets, typed
 from flows.run.data import Data, load_data, training_for
 from flows.run.errors import EXIT_USER_ERROR, composed, run_or_explain
 from flows.run.progress import planned_sweep, start_sweep
 from flows.run.store_checks import check_stores
 from opi.data import DataError
+from opi.llm.faults import LLMError
 from opi.relations import gold_source
 from opi.schemas import OPIConfig
+from opi.sentences import UNSPACED_LANGUAGES, has_rules
 
 log = logging.getLogger("opi")
 _NOTICES: set[str] = set()  # said once per process, not once per job of a sweep
@@ -38,6 +41,8 @@ def prepared(config: OPIConfig) -> OPIConfig:
     decided, and the data has what the retrievers need. A DataError or StoreError otherwise, before any work."""
     check_stores(config)
     data = load_data(config)
+    config = chunking_for_language(config)
+    warn_unspaced(config, data)
     needs_evidence = [r.name for r in config.members().values() if getattr(r, "needs_evidence", False)]
     if needs_evidence and not all(e.evidence for e in data.examples):
         missing = sum(not e.evidence for e in data.examples)
@@ -45,17 +50,60 @@ def prepared(config: OPIConfig) -> OPIConfig:
                         f"and {missing} of {len(data.examples)} examples of {data.report.source} have none (an "
                         "'evidence' column): leave it out of the sweep for this data")
     config = resolve_gold(config, data)
+    check_key_variable(config)
     ensure_api()
     import_server_models()
     return config
+
+
+def chunking_for_language(config: OPIConfig) -> OPIConfig:
+    """A language pySBD has no rules for is split at line breaks and . ? ! (said once); one written without spaces
+    and without rules (Thai) is chunked by characters, since it has no words to count (said once)."""
+    language, chunking = config.sentences.language, config.chunking
+    if has_rules(language):
+        return config
+    notice_once(f"sentences.language={language}: pySBD has no sentence rules for it, so sentences end at line "
+                "breaks and at . ? ! only")
+    if language not in UNSPACED_LANGUAGES or chunking.length == "characters":
+        return config
+    notice_once(f"sentences.language={language} is written without spaces: chunks are measured in characters "
+                f"(chunking.length=characters, {chunking.size} characters, {chunking.overlap} overlapping)")
+    return dataclasses.replace(config, chunking=dataclasses.replace(chunking, length="characters"))
+
+
+UNSPACED_RATIO = 20  # characters per word above which a text is surely not written with spaces (English: ~6)
+
+
+def warn_unspaced(config: OPIConfig, data: Data) -> None:
+    """Articles with far fewer words than characters (Chinese, Japanese, Thai) counted in words: said once."""
+    if config.chunking.length == "characters":
+        return
+    unspaced = [(len(text.split()), len(text)) for text in data.contexts
+                if len(text) > 200 and len(text.split()) * UNSPACED_RATIO < len(text)]
+    if unspaced:
+        words, characters = unspaced[0]
+        notice_once(f"{len(unspaced)} of {len(data.contexts)} articles have far fewer words than characters (e.g. "
+                    f"{words} word{'s' if words != 1 else ''} in {characters:,} characters): text written without "
+                    "spaces is one 'word' per sentence or article, so its chunks are whole articles; set "
+                    "sentences.language (zh, ja, th ...) and chunking.length=characters")
+
+
+def check_key_variable(config: OPIConfig) -> None:
+    """The variable ``llm.api_key_env`` names is set, where the run talks to an endpoint (null: a keyless one)."""
+    name = config.llm.api_key_env
+    if config.llm.endpoint and config.llm.local_server is None and name and not os.environ.get(name):
+        raise LLMError(f"llm.api_key_env names {name}, which is not set in this environment: export {name}=<your "
+                       "key>, or set llm.api_key_env=null for an endpoint that needs no key")
 
 
 def resolve_gold(config: OPIConfig, data: Data) -> OPIConfig:
     """``config`` with ``relations.gold`` decided (see ``opi.relations.gold_source``); a notice when it was not
     given and the data has no labels; DataError when the request cannot be met."""
     trains = getattr(config.classifier, "trains", False)
+    # a classifier that learns can label the data's own gold triples cross-fitted on its labels, as the paper
+    # labels unlabelled data: no gold triple is labelled by a model that saw it
     can_label = not trains or bool(getattr(config.classifier, "registered", None)) or bool(
-        getattr(config.classifier, "train_path", None))
+        getattr(config.classifier, "train_path", None)) or data.labelled == "all"
     try:
         source, notice = gold_source(config.relations.gold, data.labelled, can_label,
                                      getattr(config.classifier, "name", "configured"), data.report.source)
@@ -81,19 +129,36 @@ def checked_base(config: DictConfig) -> OPIConfig:
         raise SystemExit(EXIT_USER_ERROR) from None
 
 
+def refuse_secrets_before_writing(config: DictConfig) -> None:
+    """Before Hydra saves a job's configs (or a sweep's multirun.yaml): a secret in a setting ends the run."""
+    try:
+        refuse_secrets(config)
+    except ValueError as err:
+        log.error("invalid configuration: %s", err)
+        raise SystemExit(EXIT_USER_ERROR) from None
+
+
 class Preflight(Callback):
     """When a multirun starts: its base configuration and data checked (a problem exits 2 in one line, before the
-    parent run or any job), the line saying what will run, and Prefect's server booting while the jobs compose."""
+    parent run or any job), the line saying what will run, and Prefect's server booting while the jobs compose.
+    When a single run starts: its settings checked for secrets before Hydra saves them."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        composed()
+        refuse_secrets_before_writing(config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         composed()
+        refuse_secrets_before_writing(config)
         checked = run_or_explain(prepared, checked_base(config))
         loader = GlobalHydra.instance().config_loader() if GlobalHydra.instance().is_initialized() else None
         size, note = planned_sweep(list(config.hydra.overrides.task), dict(config.hydra.sweeper.params or {}), loader)
         data = load_data(checked)
-        log.info("%s configurations on %s (%d examples), reader %s, classifier %s, gold relations: %s; results to "
-                 "%s%s", size or "the swept", data.report.source, len(data.examples), checked.llm.name,
-                 getattr(checked.classifier, "name", "custom"), checked.relations.gold,
+        relations = (f"classifier {getattr(checked.classifier, 'name', 'custom')}, gold relations: "
+                     f"{checked.relations.gold}" if checked.relations.gold != "none" else
+                     "no gold relations (relations.gold=none: no LRCR or OPI)")
+        log.info("%s on %s (%d examples), reader %s, %s; results to %s%s",
+                 "1 configuration" if size == 1 else f"{size or 'the swept'} configurations", data.report.source, len(data.examples), checked.llm.name, relations,
                  f"MLflow experiment {checked.tracking.experiment!r}" if checked.tracking.enabled else
                  "the output folder (tracking=none)", f" ({note})" if note else "")
         start_sweep(size)

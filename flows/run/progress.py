@@ -54,7 +54,7 @@ def clock(seconds: float) -> str:
     return f"{minutes}:{seconds:02d}"
 
 
-def ui_pointer(tracking_uri: str, experiment_id: str, parent: str, size: int) -> str:
+def ui_pointer(tracking_uri: str, experiment_id: str, parent: str, size: int, metric: str = "opi_1") -> str:
     """The command that opens the MLflow UI on this store and the address of this sweep's runs table."""
     if tracking_uri.startswith(("http://", "https://")):
         command, base = "", tracking_uri.rstrip("/")
@@ -64,4 +64,4 @@ def ui_pointer(tracking_uri: str, experiment_id: str, parent: str, size: int) ->
            + quote(f"tags.mlflow.parentRunId = '{parent}'"))
     opening = f"open the MLflow UI with: {command}\nthen " if command else ""
     return (f"{opening}{url}\n(the sweep's parent run, in MLflow's 'Model training' view: its + shows the {size} "
-            f"configurations, Columns adds metrics such as opi_1)")
+            f"configurations, Columns adds metrics such as {metric})")

@@ -16,6 +16,7 @@ from flows.run.data import Data, training_for
 from flows.run.preflight import notice_once
 from opi.articles import Article, corpus_view
 from opi.classify import training_warnings
+from opi.llm.faults import LLMError
 from opi.metrics.configuration import configuration_metrics, usage_totals
 from opi.predictions import prediction_rows, with_scores
 from opi.relations import UNKNOWN, Triple
@@ -30,12 +31,14 @@ def chunked_articles(config: OPIConfig, data: Data, stages: StageCalls) -> dict[
     """Every article of the data, segmented and chunked (a cached task; read once per process), as the
     retrievers see them: one index per article, or one over the corpus."""
     code = code_for(tasks.chunk_articles)
-    key = (data.contexts.content_hash, dataclasses.astuple(config.chunking), code)
+    language = config.sentences.language
+    key = (data.contexts.content_hash, dataclasses.astuple(config.chunking), language, code)
     if key in _ARTICLES:  # one read of the cached result per process, not one per job (22 MB at 2,400 rows)
         stages.hits += 1
         articles = _ARTICLES[key]
     else:
-        articles = hashed(stages.call("chunking", tasks.chunk_articles, data.contexts, config.chunking, code))
+        articles = hashed(stages.call("chunking", tasks.chunk_articles, data.contexts, config.chunking, language,
+                                      code))
         _ARTICLES.clear()
         _ARTICLES[key] = articles
     if config.retrieval.scope == "article":
@@ -64,20 +67,26 @@ def retrieve(config: OPIConfig, data: Data, articles: dict[str, Article], stages
 def relation_stages(config: OPIConfig, data: Data, applied: list, registered: RegisteredModel | None,
                     stages: StageCalls) -> dict[str, Any]:
     """Gold relations (the data's, or the classifier's on the gold triples) and predicted ones (the classifier's
-    on the generated answers); with ``relations.gold=none``, neither."""
+    on the generated answers; None where there is no answer); with ``relations.gold=none``, neither."""
     examples = data.examples
-    if config.relations.gold == "none":
-        return {"examples": examples, "predicted": [None] * len(examples), "question_only": None, "metrics": {},
-                "usage": {}}
+    if config.relations.gold == "none":  # the data's own labels too are set aside: no LRCR, no OPI
+        return {"examples": [dataclasses.replace(e, relation=None) for e in examples],
+                "predicted": [None] * len(examples), "question_only": None, "metrics": {}, "usage": {}}
     training = training_for(config, data)
     context = StageContext(config.embedding, config.relations.set, config.seed, config.paths.llm_cache)
     code, ids = code_for(tasks.classify, config.classifier), [e.id for e in examples]
 
-    def classify(triples: list) -> dict[str, Any]:
-        return stages.call("classification", tasks.classify, config.classifier, config.llm, training, ids, triples,
-                           context, code, registered)
+    asks_llm = not getattr(config.classifier, "trains", False) and registered is None
 
-    predicted = classify(applied)
+    def classify(triples: list, of: list[str] = ids) -> dict[str, Any]:
+        return stages.call("classification", tasks.classify, config.classifier, config.llm, training, of, triples,
+                           context, code, registered, kept=not asks_llm)
+
+    answered = [i for i, triple in enumerate(applied) if triple is not None]  # an LLM that gave no answer: none
+    predicted = classify(hashed([applied[i] for i in answered]), [ids[i] for i in answered])
+    labels: list[str | None] = [None] * len(examples)
+    for i, label in zip(answered, predicted["predicted"]):
+        labels[i] = label
     metrics, usage = dict(predicted["counts"]), dict(predicted["usage"])
     if config.relations.gold == "classifier":
         gold = classify(hashed([Triple(e.context, e.question, e.answer) for e in examples]))
@@ -93,7 +102,7 @@ def relation_stages(config: OPIConfig, data: Data, applied: list, registered: Re
             code_for(tasks.classifier_accuracy, config.classifier))
         for warning in training_warnings(training.labels, metrics["classifier_cv_accuracy"]):
             notice_once(warning)
-    return {"examples": examples, "predicted": predicted["predicted"], "question_only": question_only["predicted"],
+    return {"examples": examples, "predicted": labels, "question_only": question_only["predicted"],
             "metrics": metrics, "usage": usage}
 
 
@@ -111,20 +120,23 @@ def run_stages(config: OPIConfig, data: Data, registered: RegisteredModel | None
     texts = [sentence_texts(e, articles, retrieved[e.id]) for e in examples]
     questions, truths = [e.question for e in examples], [e.answer for e in examples]
     generation = stages.call("generation", tasks.answer, config.llm, questions, texts, config.embedding, llm_cache,
-                             code_for(tasks.answer, config.llm.reader))
+                             code_for(tasks.answer, config.llm.reader), kept=not config.llm.endpoint)
     answers = generation["answers"]
-    applied = hashed([Triple(" ".join(t), e.question, a) for e, t, a in zip(examples, texts, answers)])
+    if all(a is None for a in answers):
+        raise LLMError(f"{config.llm.name} gave no answer to any of the {len(answers)} questions (every reply was "
+                       "empty or a refusal, also when asked again): check llm.model and the answer prompt")
+    applied = [Triple(" ".join(t), e.question, a) if a is not None else None for e, t, a in zip(examples, texts, answers)]
     relations = relation_stages(config, data, applied, registered, stages)
     similarities = stages.call("scoring", tasks.answer_similarity, truths, answers, config.embedding,
                                code_for(tasks.answer_similarity))
     rows = prediction_rows(relations["examples"], retrieved, texts, answers, relations["predicted"], similarities,
-                           articles if config.retrieval.scope == "corpus" else None)
+                           articles, corpus=config.retrieval.scope == "corpus")
     if relations["question_only"] is not None:
         rows["predicted_relation_question_only"] = relations["question_only"]
     quality = {"columns": {}, "counts": {}, "usage": {}}
     if config.metrics.correctness or config.metrics.judge:
         quality = stages.call("answer-metrics", tasks.answer_quality, config.metrics, config.llm, questions, truths,
-                              answers, similarities, llm_cache, code_for(tasks.answer_quality))
+                              answers, similarities, llm_cache, code_for(tasks.answer_quality), kept=False)
         rows = with_scores(rows, quality["columns"])
     metrics, table = configuration_metrics(rows, data.relation_set.labels, config.metrics.betas,
                                            config.metrics.beta, config.report.confidence, config.report.resamples,

@@ -1,10 +1,12 @@
 """Where a run writes (the MLflow store, its artifacts, the stage cache, the LLM call cache), checked before any
-work: a folder that is a file, a read-only store or a nearly full disk is one line, not a traceback after the
-stages ran."""
+work: a folder that is a file, a read-only store, a damaged SQLite file or a nearly full disk is one line naming
+the file and the fix, not a traceback after the stages ran."""
 from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from flows.orchestration.server import prefect_home, uses_temporary_server
@@ -40,17 +42,44 @@ def writable_file(path: Path, what: str) -> None:
                          f"it must be a writable file")
 
 
+def intact_sqlite(path: Path, what: str, fix: str) -> None:
+    """An existing SQLite file passes ``PRAGMA quick_check`` (a new or empty one is made by its first use)."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as database:
+            verdict = database.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.DatabaseError as err:
+        raise StoreError(f"{what}: {path} is not a readable SQLite database ({err}): {fix}") from None
+    if verdict != "ok":
+        raise StoreError(f"{what}: {path} is damaged (SQLite's quick_check: {verdict[:80]}): {fix}")
+
+
+MLFLOW_FIX = "move it away (a new store is made) or restore it from a backup"
+LLM_CACHE_FIX = "move it away or delete it (the replies it kept will be asked again)"
+
+
+def stage_cache(folder: Path) -> None:
+    writable_folder(folder, "paths.cache_dir")
+    for part in ("results", "keys", "locks"):
+        if (folder / part).exists() and not (folder / part).is_dir():
+            raise StoreError(f"paths.cache_dir: {folder / part} is a file, where the stage cache keeps a folder: "
+                             "move it away, or point paths.cache_dir elsewhere")
+
+
 def check_stores(config: OPIConfig) -> None:
     """Every place the run writes, before any work: one ``StoreError`` naming the first that cannot be used."""
     if uses_temporary_server():  # its database lives there
         writable_folder(prefect_home(), "PREFECT_HOME")
-    writable_folder(Path(config.paths.cache_dir), "paths.cache_dir")
+    stage_cache(Path(config.paths.cache_dir))
     writable_file(Path(config.paths.llm_cache), "paths.llm_cache")
+    intact_sqlite(Path(config.paths.llm_cache), "paths.llm_cache", LLM_CACHE_FIX)
     if not config.tracking.enabled:
         return
     uri = config.tracking.tracking_uri
     if uri.startswith("sqlite:///"):
         writable_file(Path(uri.removeprefix("sqlite:///")), "tracking.tracking_uri")
+        intact_sqlite(Path(uri.removeprefix("sqlite:///")), "tracking.tracking_uri", MLFLOW_FIX)
     elif uri.startswith("file:") or "://" not in uri:
         writable_folder(Path(uri.removeprefix("file://").removeprefix("file:")), "tracking.tracking_uri")
     location = config.tracking.artifact_location

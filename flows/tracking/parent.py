@@ -65,4 +65,5 @@ class MultirunParentRun(Callback):
         client.set_terminated(parent, status="FINISHED")
         run = client.get_run(parent)
         size = int(run.data.metrics.get("configurations", 0))
-        log.info("%s", ui_pointer(tracking.tracking_uri, run.info.experiment_id, parent, size))
+        metric = run.data.tags.get("opi.ranked_by", "opi_1")
+        log.info("%s", ui_pointer(tracking.tracking_uri, run.info.experiment_id, parent, size, metric))

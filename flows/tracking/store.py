@@ -9,6 +9,8 @@ from pathlib import Path
 from filelock import FileLock
 from mlflow import MlflowClient
 
+from flows.run.errors import CommandError
+from flows.run.store_checks import MLFLOW_FIX, intact_sqlite
 from flows.tracking.owners import gone
 from opi.schemas import TrackingConfig
 
@@ -27,6 +29,18 @@ def store_setup_lock(uri: str):
     database.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(database.with_name(database.name + ".setup-lock")):
         yield
+
+
+def existing_store(tracking_uri: str) -> MlflowClient:
+    """A client for a store a read-only command reads (opi-report, opi-annotate, opi-nightly's baseline commands):
+    one that does not exist is said in one line, not created; a damaged one too."""
+    if tracking_uri.startswith("sqlite:///"):
+        path = Path(tracking_uri.removeprefix("sqlite:///"))
+        if not path.is_file():
+            raise CommandError(f"no MLflow store at {path}: run a sweep first (opi-eval -m ...), or name the store "
+                               "with --tracking-uri")
+        intact_sqlite(path, "--tracking-uri", MLFLOW_FIX)
+    return MlflowClient(tracking_uri)
 
 
 def open_experiment(tracking: TrackingConfig, experiment: str | None = None) -> tuple[MlflowClient, str]:

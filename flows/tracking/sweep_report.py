@@ -13,6 +13,7 @@ from mlflow import MlflowClient
 from flows.orchestration import tasks
 from flows.orchestration.cache import cached, hashed
 from flows.orchestration.prefect_adapter import was_cached
+from flows.tracking.store import existing_store
 from flows.tracking.sweeps import child_predictions, children, find_sweep, sweep_incomplete, sweep_settings
 from opi.relations import load_relation_set
 from opi.report import Configuration, ReportSettings, SweepReport, build_report
@@ -41,6 +42,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
         (Path(folder) / "comparison.txt").write_text(table.to_string(index=False, float_format="%.4f"))
         client.log_artifacts(parent_run_id, folder)
     client.log_metric(parent_run_id, "configurations", len(table))
+    client.set_tag(parent_run_id, "opi.ranked_by", "opi_1" if "opi_1" in table else "bertsim")
     shown = [c for c in ("configuration", "bertsim", "lrcr", "opi_1") if c in table]
     log.info("sweep of %d configurations, ranked by %s:\n%s", len(table), "OPI-1" if "opi_1" in table else "BERTSim",
              table[shown].to_string(index=False, float_format="%.4f"))
@@ -57,6 +59,8 @@ def sweep_configurations(client: MlflowClient, parent_run_id: str, settings: Rep
     relations = load_relation_set(first_child.data.params.get("relations.set", "paper13")).labels
     if settings.gold_source is None:
         settings = dataclasses.replace(settings, gold_source=first_child.data.tags.get("gold_relation_source"))
+    if settings.scope is None:
+        settings = dataclasses.replace(settings, scope=first_child.data.params.get("retrieval.scope", "article"))
     incomplete = sweep_incomplete(client.get_run(parent_run_id), len(runs))
     if incomplete:
         log.warning("sweep %s: %s", parent_run_id, incomplete)
@@ -101,7 +105,7 @@ def report_of_sweep(tracking_uri: str, experiment: str, sweep: str | None, out: 
                     beta: float | None, seed: int | None) -> SweepReport | None:
     """``opi-report``: the report of a finished sweep (the latest, or ``sweep``) at its own β and seed unless
     given, logged to its parent run."""
-    client = MlflowClient(tracking_uri)
+    client = existing_store(tracking_uri)  # read-only: a store that is not there is not created
     parent = find_sweep(client, experiment, sweep)
     ran_with = sweep_settings(client, parent)
     beta = beta if beta is not None else float(ran_with.get("metrics.beta", 1.0))

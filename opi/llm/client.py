@@ -46,6 +46,8 @@ class Usage:
     http_requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    empty_replies: int = 0  # requests whose every attempt came back empty: no answer, never cached
+    refusals: int = 0  # ... or as a refusal
     price_input_per_million: float = 0.0
     price_output_per_million: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -63,7 +65,8 @@ class Usage:
         return {f"{prefix}_{name}": float(value) for name, value in [
             ("calls", self.calls), ("cache_hits", self.cache_hits), ("http_requests", self.http_requests),
             ("retries", self.retries), ("prompt_tokens", self.prompt_tokens),
-            ("completion_tokens", self.completion_tokens), ("cost_usd", self.cost)]}
+            ("completion_tokens", self.completion_tokens), ("empty_replies", self.empty_replies),
+            ("refusals", self.refusals), ("cost_usd", self.cost)]}
 
 
 class TokenWindow:
@@ -123,13 +126,13 @@ class ChatClient:
 
     def _api_key(self) -> str:
         name = self.settings.api_key_env
-        value = os.environ.get(name) if name else None
-        if value:
-            return value
-        if self.settings.base_url is None:
-            raise LLMError(f"no API key: set the environment variable {name or 'OPENAI_API_KEY'} "
-                           f"(the config names the variable, never the key)")
-        return "not-needed"  # local servers ignore the key
+        if name is None:
+            return "not-needed"  # a keyless endpoint (a local server): the openai client needs some string
+        value = os.environ.get(name)
+        if not value:
+            raise LLMError(f"llm.api_key_env names {name}, which is not set in this environment: export {name}=<your "
+                           "key>, or set llm.api_key_env=null for an endpoint that needs no key")
+        return value
 
     def _before_request(self, request) -> None:
         if self._request_limiter is not None:
@@ -163,26 +166,37 @@ class ChatClient:
             body["response_format"] = response_format
         return body
 
-    def complete(self, messages: list[dict[str, str]], response_format: dict | None = None) -> str:
+    def complete(self, messages: list[dict[str, str]], response_format: dict | None = None) -> str | None:
+        """The reply's text. An empty reply or a refusal is no answer: asked again ``llm.empty_retries`` times, then
+        None (counted in ``empty_replies`` / ``refusals``), and never cached."""
         body = self.request(messages, response_format)
         key = call_key({"endpoint": self.cache_id or self.settings.base_url or "openai", **body})
         with self.usage.lock:
             self.usage.calls += 1
-        if self.cache is not None:
-            cached = self.cache.get(key)
-            if cached is not None:
-                with self.usage.lock:
-                    self.usage.cache_hits += 1
-                return cached["content"]
-        response = self._call(body)
-        content = response.choices[0].message.content or ""  # checked by _call
-        usage = response.usage
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None and cached["content"].strip():  # an empty reply cached by an older version: ask
+            with self.usage.lock:
+                self.usage.cache_hits += 1
+            return cached["content"]
+        refused = False
+        for _ in range(1 + self.settings.empty_retries):
+            response = self._call(body)
+            message, usage = response.choices[0].message, response.usage  # checked by _call
+            with self.usage.lock:
+                self.usage.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
+                self.usage.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+            content, refused = message.content or "", bool(getattr(message, "refusal", None))
+            if content.strip():
+                if self.cache is not None:
+                    self.cache.put(key, {"content": content, "usage": usage.model_dump() if usage else None},
+                                   replace=cached is not None)
+                return content
         with self.usage.lock:
-            self.usage.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
-            self.usage.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
-        if self.cache is not None:
-            self.cache.put(key, {"content": content, "usage": usage.model_dump() if usage else None})
-        return content
+            if refused:
+                self.usage.refusals += 1
+            else:
+                self.usage.empty_replies += 1
+        return None
 
     @property
     def where(self) -> str:
@@ -339,8 +353,8 @@ class ChatClient:
             replies = self.complete_many([(conversations[i], response_format) for i in todo],
                                          progress if attempt == 0 else None)
             for i, reply in zip(todo, replies):
-                results[i] = parse(reply)
-                if results[i] is None:
+                results[i] = parse(reply) if reply is not None else None  # no answer: asked again as it was
+                if results[i] is None and reply is not None:
                     conversations[i] += [{"role": "assistant", "content": reply}, {"role": "user", "content": reminder}]
         return results, sum(r is None for r in results)
 

@@ -58,4 +58,4 @@ class LLMReader:
 
     def answer(self, questions, sentence_lists, progress=None):
         requests = [(self.messages(q, s), None) for q, s in zip(questions, sentence_lists)]
-        return [a.strip() for a in self.client.complete_many(requests, progress)]
+        return [a.strip() if a is not None else None for a in self.client.complete_many(requests, progress)]

@@ -23,7 +23,7 @@ from opi.metrics.opi import beta_key, bertsim, summary
 from opi.metrics.stats import confidence_intervals
 from opi.relations import UNKNOWN
 
-RETRIEVAL_MEANS = ("retrieved_sentences", "retrieved_words", *DIAGNOSTIC_COLUMNS, "right_article")
+RETRIEVAL_MEANS = ("retrieved_sentences", "retrieved_words", *DIAGNOSTIC_COLUMNS, "answer_in_chunks", "right_article")
 ANSWER_SCORE_MEANS = {"correctness": "correctness", "correctness_f1": "correctness_f1", "judge_score": "judge_mean"}
 
 
@@ -40,11 +40,15 @@ def means(rows: pd.DataFrame) -> dict[str, float]:
 def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: Sequence[float], beta: float,
                           confidence: float = 0.95, resamples: int = 2000, seed: int = 0
                           ) -> tuple[dict[str, float], pd.DataFrame]:
-    """(metrics, per-relation table) of one configuration."""
+    """(metrics, per-relation table) of one configuration. Examples without an answer (an LLM's empty replies and
+    refusals) are left out of BERTSim, LRCR and OPI and counted in ``answers_missing``."""
+    every = rows
+    rows = answered(rows)
+    missing = {"answers_missing": float(len(every) - len(rows))} if len(rows) < len(every) else {}
     if not has_gold_relations(rows):
         interval = confidence_intervals(rows, beta, confidence, resamples, seed, metrics=("bertsim",))["bertsim"]
         metrics = {"bertsim": bertsim(rows["similarity"].tolist()), "n_examples": float(len(rows)),
-                   "bertsim_ci_low": interval.low, "bertsim_ci_high": interval.high, **means(rows)}
+                   "bertsim_ci_low": interval.low, "bertsim_ci_high": interval.high, **means(every), **missing}
         return metrics, pd.DataFrame(columns=["relation", "n", "bertsim"])
     labelled = rows[rows["relation"].notna()]  # a gold relation the classifier could not name: left out here
     metrics, table = summary(labelled, relations, sorted({*betas, beta}))
@@ -61,12 +65,19 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
         for key, value in record.items():
             if key != "relation":
                 metrics[f"{key}.{record['relation']}"] = float(value)
-    metrics.update(means(rows))
+    metrics.update({**means(every), **missing})
     metrics["unknown_relations"] = float((rows["predicted_relation"] == UNKNOWN).sum())
     if "predicted_relation_question_only" in labelled:
         metrics["lrcr_question_only"] = float((labelled["relation"] == labelled["predicted_relation_question_only"])
                                               .mean())
     return metrics, table
+
+
+def answered(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose example got an answer (all of them, for a reader that always answers)."""
+    if "generated_answer" not in rows or rows["generated_answer"].notna().all():
+        return rows
+    return rows[rows["generated_answer"].notna()]
 
 
 def has_gold_relations(rows: pd.DataFrame) -> bool:

@@ -30,9 +30,13 @@ def opi(bertsim, lrcr, beta: float = 1.0):
     b, l_ = np.asarray(bertsim, dtype=float), np.asarray(lrcr, dtype=float)
     if (b < 0).any() or (l_ < 0).any():
         raise ValueError(f"OPI needs non-negative inputs, got B={bertsim}, L={lrcr}")
-    b2 = beta * beta
-    denominator = b + b2 * l_
-    value = np.where(denominator == 0, 0.0, (1 + b2) * b * l_ / np.where(denominator == 0, 1.0, denominator))
+    if beta <= 1:  # (1+β²)·B·L / (B + β²·L)
+        scale, on_b, on_l = 1 + beta * beta, 1.0, beta * beta
+    else:  # the same divided through by β², so a huge β cannot overflow: (1/β² + 1)·B·L / (B/β² + L)
+        inverse = (1 / beta) ** 2
+        scale, on_b, on_l = inverse + 1, inverse, 1.0
+    denominator = on_b * b + on_l * l_
+    value = np.where(denominator == 0, 0.0, scale * b * l_ / np.where(denominator == 0, 1.0, denominator))
     return float(value) if value.ndim == 0 else value
 
 

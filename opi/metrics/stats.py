@@ -106,7 +106,7 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, metric: str = "opi", beta
     from scipy.stats import permutation_test
 
     if list(first["id"]) != list(second["id"]):
-        first, second = _align(first, second)
+        first, second = aligned(first, second)
     n = len(first)
     scorer = Scorer(pd.concat([first, second], ignore_index=True), beta, first["relation"].to_numpy())
     if n < 2:  # one pair cannot show anything
@@ -122,11 +122,12 @@ def compare(first: pd.DataFrame, second: pd.DataFrame, metric: str = "opi", beta
     return Comparison(metric, float(result.statistic), float(result.pvalue), bool(result.pvalue < alpha))
 
 
-def _align(first: pd.DataFrame, second: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    if set(first["id"]) != set(second["id"]) or len(first) != len(second):
-        raise ValueError("a paired comparison needs both configurations scored on the same examples")
+def aligned(first: pd.DataFrame, *others: pd.DataFrame) -> list[pd.DataFrame]:
+    """Configurations' rows in the first's order; configurations of different examples cannot be paired."""
+    if any(set(other["id"]) != set(first["id"]) or len(other) != len(first) for other in others):
+        raise ValueError("a paired comparison needs the configurations scored on the same examples")
     order = first["id"].tolist()
-    return first, second.set_index("id").loc[order].reset_index()
+    return [first, *(other.set_index("id").loc[order].reset_index() for other in others)]
 
 
 def gap_closed(rows: pd.DataFrame, lower: pd.DataFrame, upper: pd.DataFrame, metric: str = "opi", beta: float = 1.0,
@@ -134,10 +135,8 @@ def gap_closed(rows: pd.DataFrame, lower: pd.DataFrame, upper: pd.DataFrame, met
     """Share of the gap between a lower and an upper bound (the random and oracle retrievers) that a configuration
     closes, ``(M - M_lower) / (M_upper - M_lower)``, with a percentile interval from a relation-stratified bootstrap
     that draws the same examples for all three. NaN where the bounds do not differ."""
-    if list(lower["id"]) != list(rows["id"]):
-        rows, lower = _align(rows, lower)
-    if list(upper["id"]) != list(rows["id"]):
-        rows, upper = _align(rows, upper)
+    if not list(lower["id"]) == list(rows["id"]) == list(upper["id"]):
+        rows, lower, upper = aligned(rows, lower, upper)
     n = len(rows)
     scorer = Scorer(pd.concat([rows, lower, upper], ignore_index=True), beta, rows["relation"].to_numpy())
 

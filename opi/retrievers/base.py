@@ -14,6 +14,8 @@ that implements ``score`` (one score per chunk, higher is better) or ``rank``:
 """
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from abc import ABC
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Sequence
@@ -78,7 +80,11 @@ class Retriever(ABC):
 
     def rank_examples(self, examples: list, chunks: list[Chunk], depth: int) -> list[Ranking]:
         """One ranking per example; retrievers that need more than the question (the oracle) override it."""
-        return self.rank([e.question for e in examples], chunks, depth)
+        questions = [e.question for e in examples]
+        if "depth" in inspect.signature(self.rank).parameters:
+            return self.rank(questions, chunks, depth)
+        # a retriever written before depths (rank(questions, chunks), cut to its own k): asked at k = depth
+        return dataclasses.replace(self, k=depth).rank(questions, chunks)
 
     def _require_embedder(self):
         if self.embedder is None:

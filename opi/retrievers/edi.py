@@ -1,13 +1,17 @@
 """EDI retriever: Euclidean distance between bag-of-words count vectors (scikit-learn); the nearest chunk wins.
 
 Unlike cosine, the distance grows with a chunk's length, so a short chunk that shares the question's words
-beats a long one that shares them too.
+beats a long one that shares them too. Tokens as TF-IDF's (``opi.retrievers.tokens``); chunks with no word at all
+score 0 for every question.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from opi.retrievers.base import Retriever
+from opi.retrievers.tokens import analyzer
 
 
 @dataclass
@@ -18,7 +22,12 @@ class EDIRetriever(Retriever):
         from sklearn.feature_extraction.text import CountVectorizer
         from sklearn.metrics.pairwise import euclidean_distances
 
-        vectorizer = CountVectorizer()
-        matrix = vectorizer.fit_transform([c.text for c in chunks])
+        vectorizer = CountVectorizer(analyzer=analyzer(CountVectorizer()))
+        try:
+            matrix = vectorizer.fit_transform([c.text for c in chunks])
+        except ValueError as err:  # "empty vocabulary": no chunk has a word
+            if "empty vocabulary" not in str(err):
+                raise
+            return np.zeros((len(questions), len(chunks)))
         distances = euclidean_distances(vectorizer.transform(questions), matrix)
         return -distances  # the nearest chunk first

@@ -3,27 +3,19 @@
 BM25 reproduces LangChain's ``BM25Retriever`` with its defaults: tokens are whitespace-separated strings, case and
 punctuation kept ("enzootic?" does not match "enzootic"), and the top k come in rank-bm25's ``get_top_n`` order.
 ``tokenizer=words`` lower-cases and keeps letters and digits instead, so punctuation and capitals no longer hide a
-match: a better retriever than the paper's, but not the one it measured.
+match: a better retriever than the paper's, but not the one it measured. Text in scripts written without spaces
+(Chinese, Japanese, Thai) is tokenised into character bigrams (``opi.retrievers.tokens``). Chunks with no tokens at
+all (punctuation only) score 0 for every question: the ranking is then the article's order.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from opi.chunking import Chunk
 from opi.retrievers.base import Ranking, Retriever
-
-_WORD = re.compile(r"\w+")
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased word tokens: punctuation must not glue to words ("1831." would not match "1831")."""
-    return _WORD.findall(text.lower())
-
-
-TOKENIZERS = {"whitespace": str.split, "words": words}  # whitespace: LangChain's default_preprocessing_func
+from opi.retrievers.tokens import TOKENIZERS, analyzer
 
 
 @dataclass
@@ -45,7 +37,10 @@ class BM25Retriever(Retriever):
         from rank_bm25 import BM25Okapi
 
         tokens = TOKENIZERS[self.tokenizer]
-        index = BM25Okapi([tokens(c.text) for c in chunks], k1=self.k1, b=self.b, epsilon=self.epsilon)
+        corpus = [tokens(c.text) for c in chunks]
+        if not any(corpus):  # no chunk has a token (punctuation only): every score 0, the article's order
+            return [Ranking.from_scores(np.zeros(len(chunks)), depth) for _ in questions]
+        index = BM25Okapi(corpus, k1=self.k1, b=self.b, epsilon=self.epsilon)
         rankings = []
         for question in questions:
             scores = index.get_scores(tokens(question))
@@ -62,6 +57,11 @@ class TFIDFRetriever(Retriever):
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.metrics.pairwise import cosine_similarity
 
-        vectorizer = TfidfVectorizer()
-        matrix = vectorizer.fit_transform([c.text for c in chunks])
+        vectorizer = TfidfVectorizer(analyzer=analyzer(TfidfVectorizer()))
+        try:
+            matrix = vectorizer.fit_transform([c.text for c in chunks])
+        except ValueError as err:  # "empty vocabulary": no chunk has a word
+            if "empty vocabulary" not in str(err):
+                raise
+            return np.zeros((len(questions), len(chunks)))
         return cosine_similarity(vectorizer.transform(questions), matrix)

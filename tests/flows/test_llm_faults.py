@@ -31,6 +31,7 @@ def test_opi_eval_ends_an_endpoint_fault_with_one_line_and_exit_2(tmp_path, faul
     assert "Traceback" not in output, output[-3000:]
 
 
+@pytest.mark.slow
 def test_sigterm_during_a_stalled_request_ends_opi_eval_within_10_s(tmp_path):
     with FakeOpenAI(mode="stall", stall_seconds=300) as server:
         process, log = start_cli(tmp_path, "-m", "llm=openai-compatible", f"llm.base_url={server.base_url}",

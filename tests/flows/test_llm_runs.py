@@ -47,6 +47,7 @@ def test_local_smollm2_answers_and_classifies_then_the_cache_answers_again(tmp_p
     assert list(second["metrics.bertsim"]) == list(first["metrics.bertsim"])
 
 
+@pytest.mark.slow
 def test_the_api_key_never_reaches_mlflow_caches_outputs_or_logs(tmp_path):
     marker = "sk-opi-secret-marker-4711"
     with FakeOpenAI(api_key=marker) as server:

@@ -79,6 +79,7 @@ def mlflow_server(paper_sweep, tmp_path):
         log.close()
 
 
+@pytest.mark.slow
 def test_a_user_finds_the_sweep_from_the_front_page(paper_sweep, mlflow_server, record_property):
     """The path the README describes: front page, the 'Model training' switch, the experiment, the parent's +,
     the 13 configurations, Columns -> opi_1; and the address the sweep printed opens the same runs."""

@@ -12,3 +12,21 @@ class LeadRetriever(Retriever):
     def rank(self, questions, chunks):
         ids = tuple(range(self.skip, min(self.skip + self.k, len(chunks))))
         return [Ranking(ids, tuple(1.0 / (1 + i) for i in range(len(ids)))) for _ in questions]
+
+
+@dataclass
+class FirstSentenceReader:
+    """A user's own reader: answers with the first retrieved sentence."""
+
+    def answer(self, questions, sentence_lists, progress=None):
+        return [sentences[0] if sentences else "" for sentences in sentence_lists]
+
+
+@dataclass
+class OneRelationClassifier:
+    """A user's own relation classifier that learns nothing: names one relation for every answer."""
+
+    relation: str = "direct_matching"
+
+    def predict(self, triples, progress=None):
+        return [self.relation for _ in triples]

@@ -3,8 +3,9 @@
 Replies are a deterministic function of the last user message, so a run with injected faults must produce
 exactly what a fault-free run produces. ``faults`` maps request-arrival index (mod ``period``) to a fault:
 ``"429"`` (with Retry-After), ``"500"``, ``"400"`` (a request the server refuses), ``"stall"`` (no answer for
-``stall_seconds``), or an HTTP 200 that is not a chat completion: ``"badjson"`` (``{not json``), ``"html"`` (a
-text/html page) or ``"nochoices"`` (JSON without ``choices``). ``mode`` applies one fault to every request (an
+``stall_seconds``), an HTTP 200 that is not a chat completion: ``"badjson"`` (``{not json``), ``"html"`` (a
+text/html page) or ``"nochoices"`` (JSON without ``choices``), or a chat completion that is no answer: ``"empty"``
+(content ``""``) or ``"refusal"`` (content ``null`` and a ``refusal``). ``mode`` applies one fault to every request (an
 endpoint that is always wrong, e.g. ``mode="429"``: rate limited forever).
 """
 from __future__ import annotations
@@ -16,14 +17,17 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-FAULTS = ("429", "500", "400", "stall", "badjson", "html", "nochoices")
+FAULTS = ("429", "500", "400", "stall", "badjson", "html", "nochoices", "empty", "refusal")
 
 
 class FakeOpenAI:
     def __init__(self, latency: float = 0.0, faults: dict[int, str] | None = None, period: int = 10,
                  stall_seconds: float = 2.0, retry_after: str = "0.2", known_models: set[str] | None = None,
-                 api_key: str | None = None, mode: str | None = None):
+                 api_key: str | None = None, mode: str | None = None, empty_when: str | None = None,
+                 refuse_when: str | None = None):
         self.latency, self.faults, self.period, self.mode = latency, faults or {}, period, mode
+        # replies that are no answer for the requests whose last message holds this text (asked again: the same)
+        self.empty_when, self.refuse_when = empty_when, refuse_when
         self.stall_seconds, self.retry_after = stall_seconds, retry_after
         self.known_models, self.api_key = known_models, api_key
         self.arrivals: list[float] = []
@@ -92,6 +96,11 @@ class FakeOpenAI:
                     index = len(fake.arrivals)
                     fake.arrivals.append(time.monotonic())
                     fault = fake.mode or fake.faults.get(index % fake.period)
+                    last = [m["content"] for m in body.get("messages", []) if m["role"] == "user"][-1:] or [""]
+                    if fake.empty_when and fake.empty_when in last[0]:
+                        fault = "empty"
+                    if fake.refuse_when and fake.refuse_when in last[0]:
+                        fault = "refusal"
                     if fault:
                         fake.injected[fault] += 1
                     fake.bodies.append(body)
@@ -118,14 +127,15 @@ class FakeOpenAI:
                     if fault == "nochoices":
                         return self._send(200, {"id": "x", "object": "chat.completion"})
                     time.sleep(fake.latency)
-                    content = fake.reply_for(body)
+                    content = "" if fault == "empty" else None if fault == "refusal" else fake.reply_for(body)
+                    message = {"role": "assistant", "content": content,
+                               **({"refusal": "I can't help with that."} if fault == "refusal" else {})}
                     self._send(200, {
                         "id": f"chatcmpl-{index}", "object": "chat.completion", "created": 0, "model": body["model"],
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": content}}],
+                        "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
                         "usage": {"prompt_tokens": 10 + len(str(body["messages"])) // 4,
-                                  "completion_tokens": len(content) // 4,
-                                  "total_tokens": 10 + len(str(body["messages"])) // 4 + len(content) // 4}})
+                                  "completion_tokens": len(content or "") // 4,
+                                  "total_tokens": 10 + len(str(body["messages"])) // 4 + len(content or "") // 4}})
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up on a stalled request
                 except Exception as err:  # a bug in the fake: say so instead of dropping the connection

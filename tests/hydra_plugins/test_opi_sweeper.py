@@ -63,6 +63,7 @@ def test_the_launcher_gets_each_composed_configuration_once():
     assert loader.load_sweep_config(master, ["a=1"]) == {"composed": ["a=1"]} and Loader.calls == 1  # handed once
 
 
+@pytest.mark.slow
 def test_each_job_of_a_sweep_is_composed_once(tmp_path):
     command = cli_command("flows.cli.evaluate", tmp_path, "-m", "setup=dps,bm25,a_two", "dataset.limit=2",
                           "tracking=none", "report.enabled=false")

@@ -52,3 +52,15 @@ def test_the_corpus_id_is_the_same_for_the_same_articles_and_differs_for_others(
     mill_only = corpus_view(prepare_articles([MILL], size=6, overlap=0))
     assert next(iter(mill_only.values())).doc_id != next(iter(again.values())).doc_id
 
+
+
+ZH = "".join(f"第{i}天，我们参观了北京的故宫。故宫很大，有很多房间！你去过故宫吗？" for i in range(12))
+
+
+def test_an_article_without_spaces_is_cut_into_sentences_and_chunks_by_characters():
+    (words,) = prepare_articles([ZH], size=100, overlap=20).values()  # the paper's chunking: in words
+    assert len(words.chunks) == 1  # the whole article is one "word": one chunk
+    (article,) = prepare_articles([ZH], size=100, overlap=20, length="characters", language="zh").values()
+    assert len(article.sentences) == 36 and article.sentences[1].text == "故宫很大，有很多房间！"
+    assert len(article.chunks) >= 5 and all(len(c.text) <= 100 for c in article.chunks)
+    assert all(c.text in ZH for c in article.chunks)  # the chunks are the article's own text

@@ -16,9 +16,31 @@ def sentences_of(chunk_ids):
 
 def test_rrf_by_hand():
     fused = reciprocal_rank_fusion([A, B], c=60, k=None)
-    # chunk 1: 1/61 + 1/62; chunk 3: 1/63 + 1/61; chunk 2: 1/62; chunk 4: 1/63
+    # equal weights are 1/2 each (LangChain's): chunk 1: .5/61 + .5/62; chunk 3: .5/63 + .5/61; 2: .5/62; 4: .5/63
     assert fused.chunk_ids == (1, 3, 2, 4)
-    assert fused.scores == pytest.approx((1 / 61 + 1 / 62, 1 / 63 + 1 / 61, 1 / 62, 1 / 63))
+    assert fused.scores == pytest.approx((.5 / 61 + .5 / 62, .5 / 63 + .5 / 61, .5 / 62, .5 / 63))
+
+
+def test_rrf_is_langchains_ensemble_retriever_to_the_last_tie():
+    import random
+
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    class Fixed(BaseRetriever):
+        ids: list
+
+        def _get_relevant_documents(self, query, *, run_manager):
+            return [Document(page_content=str(i), metadata={"id": i}) for i in self.ids]
+
+    rng = random.Random(7)
+    for _ in range(200):  # seven members' rankings of 8 chunks out of 12, many exact ties among the sums
+        members = [rng.sample(range(12), 8) for _ in range(7)]
+        ensemble = EnsembleRetriever(retrievers=[Fixed(ids=m) for m in members], id_key="id")
+        theirs = [d.metadata["id"] for d in ensemble.invoke("q")]
+        ours = reciprocal_rank_fusion([Ranking(tuple(m), (0.0,) * 8) for m in members], k=None).chunk_ids
+        assert list(ours) == theirs
 
 
 def test_weighted_rrf_by_hand():

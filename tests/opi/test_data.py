@@ -37,6 +37,35 @@ def test_label_file_that_does_not_match(tmp_path):
                                     labels_path=str(tmp_path / "l.csv"), label_join="row"), label_set=LABELS)
 
 
+@pytest.mark.parametrize("labels, message", [
+    ({"row": [1, 2, 2], "relation": ["multi_hop", "multi_hop", "direct_matching"]},
+     r"l\.csv, row 3, field 'row': '2' is labelled twice \(first at row 2\)"),
+    ({"row": [1, 2, 2], "relation": ["multi_hop"] * 3}, r"l\.csv, row 3, field 'row': '2' is labelled twice"),
+    ({"row": [1, None, 3], "relation": ["multi_hop"] * 3}, r"l\.csv, row 2, field 'row': missing"),
+    ({"row": [1, 2, 3], "relation": ["multi_hop", "telepathic", "multi_hop"]},
+     r"l\.csv, row 2, field 'relation': unknown label 'telepathic'"),
+])
+def test_a_label_file_problem_names_the_label_file_its_row_and_field(tmp_path, labels, message):
+    pd.DataFrame(rag12000_rows(3)).to_parquet(tmp_path / "d.parquet")
+    pd.DataFrame(labels).to_csv(tmp_path / "l.csv", index=False)
+    with pytest.raises(DataError, match=message):
+        load_examples(DatasetConfig(kind="rag12000", path=str(tmp_path / "d.parquet"),
+                                    labels_path=str(tmp_path / "l.csv"), label_join="row"), label_set=LABELS)
+
+
+def test_a_row_without_an_id_among_rows_with_ids_is_said_as_such(tmp_path):
+    rows = [{"id": "a", **rag12000_rows(1)[0]}, rag12000_rows(1)[0], {"id": "2", **rag12000_rows(1)[0]}]
+    (tmp_path / "d.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(DataError, match=r"d\.jsonl, row 2, field 'id': missing, where other rows have one"):
+        load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl")))
+
+
+def test_the_readme_column_mapping_maps_our_fields_to_the_files_columns(tmp_path):
+    from opi.schemas import ColumnsConfig
+
+    assert ColumnsConfig(context="passage", answer="gold").mapping() == {"context": "passage", "answer": "gold"}
+
+
 def test_squad_paragraphs_join_into_one_context(tmp_path):
     squad = {"data": [{"title": "Mill", "paragraphs": [
         {"context": "The mill opened in 1850.", "qas": [

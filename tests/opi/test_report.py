@@ -144,3 +144,22 @@ def test_the_report_tables_by_hand():
     assert strengths.loc["deductive", "best"] == "Y" and strengths.loc["deductive", "runner_up"] == "X"
     assert strengths.loc["deductive", "margin"] == pytest.approx(1.6 / 1.8 - 0.7 / 1.2)  # 0.3056
     assert list(report.answer_quality["configuration"]) == ["Y", "X"]  # by BERTSim: 0.6 > 0.55
+
+
+def test_the_headline_says_the_retrieval_scope(runs):
+    import dataclasses
+
+    for scope, said in [("article", "Retrieval: within each example's own article (the paper's setting)."),
+                        ("corpus", "Retrieval: across one index of every article of the dataset")]:
+        report = build_report(configurations(runs), RELATIONS, dataclasses.replace(FAST, scope=scope))
+        assert said in report.headline()
+
+
+def test_a_report_without_relations_writes_no_empty_table(tmp_path):
+    frame = prediction_rows(20, 0.5, 0.5, 0, RELATIONS).assign(relation=None)
+    report = build_report([Configuration("a", "single", "a", frame), Configuration("b", "single", "b", frame)],
+                          RELATIONS, FAST)
+    report.write(tmp_path)
+    written = {p.name for p in tmp_path.iterdir()}
+    assert "overall.csv" in written and "strengths.csv" not in written and "per_relation.csv" not in written
+    assert all(p.stat().st_size > 1 for p in tmp_path.iterdir())

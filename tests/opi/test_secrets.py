@@ -1,7 +1,7 @@
 """opi.secrets: which names mark a secret, and credentials kept out of URLs, text and written settings."""
 import pytest
 
-from opi.secrets import MASK, is_secret_name, redact_text, redact_url, redact_values
+from opi.secrets import MASK, is_secret_name, redact_text, redact_url, redact_values, setting_problem, settings_problem
 
 
 @pytest.mark.parametrize("name", ["api_key", "apikey", "api-key", "OPENAI_API_KEY", "llm.api_key", "token",
@@ -59,3 +59,40 @@ def test_redact_values_drops_secret_settings_and_redacts_strings_all_the_way_dow
     assert redact_values(settings) == {"llm": {"model": "gpt", "base_url": f"http://{MASK}@h/v1",
                                                "headers": [{}, f"https://h/?sig={MASK}"], "max_tokens": 256},
                                        "seeds": (1, 2)}
+
+
+@pytest.mark.parametrize("name, value, says", [
+    ("llm.api_key_env", "sk-proj-abcdefghijklmnopqrstuv", "must be the name of an environment variable"),
+    ("llm.api_key_env", "my key", "must be the name of an environment variable"),
+    ("llm.api_key", "sk-1", "would write a secret into the run's settings"),
+    ("llm.token", "abc", "would write a secret"),
+    ("llm.base_url", "http://me:pw@gateway/v1", "holds credentials in its URL"),
+    ("llm.base_url", "https://gateway/v1?api-key=abc", "holds credentials in its URL"),
+    ("tracking.label", "hf_abcdefghijklmnopqrstuvwxyz", "looks like an API key"),
+])
+def test_a_setting_that_would_write_a_secret_is_named_without_its_value(name, value, says):
+    problem = setting_problem(name, value)
+    assert says in problem and value not in problem and name in problem
+
+
+@pytest.mark.parametrize("name, value", [
+    ("llm.api_key_env", "MY_GATEWAY_KEY"), ("llm.api_key_env", None), ("llm.api_key_env", "null"),
+    ("llm.api_key_env", "KEY_A,KEY_B"),  # a sweep over two variables
+    ("classifier.registered", "models:/opi-relation-classifier@candidate"), ("nightly", "0123456789abcdef" * 2),
+    ("dataset.path", "/data/sk-archive/rag12000/test.parquet"), ("llm.base_url", "http://127.0.0.1:8000/v1"),
+    ("llm.max_tokens", 256), ("llm.tokens_per_minute", 30000), ("tracking.label", "nightly-0123456789ab"),
+    ("llm.password", None), ("llm.model", "ft:gpt-4o-2024-08-06:org::abc123"),
+])
+def test_run_ids_model_uris_paths_and_names_are_no_secret(name, value):
+    assert setting_problem(name, value) is None
+
+
+def test_settings_problem_finds_a_secret_anywhere_in_nested_settings():
+    assert settings_problem({"llm": {"model": "x", "headers": [{"authorization": "Bearer abc"}]}}).startswith(
+        "llm.headers.authorization would write a secret")
+    assert settings_problem({"dataset": {"columns": {"context": "passage"}}, "seed": 0}) is None
+
+
+def test_redact_text_masks_what_looks_like_a_key_in_any_line():
+    assert redact_text("401 for key sk-abcdefghijklmnopqrstuvwx.") == "401 for key ***."
+    assert redact_text("run 0123456789abcdef0123456789abcdef") == "run 0123456789abcdef0123456789abcdef"

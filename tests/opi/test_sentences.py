@@ -28,3 +28,9 @@ def test_paragraph_breaks_end_a_sentence_and_offsets_count_them():
                                            "Indented after a blank line."]
     assert all(text[s.start:s.end] == s.text for s in sentences) and [s.idx for s in sentences] == [0, 1, 2]
     assert split_sentences("  \n\n ") == []
+
+
+def test_the_languages_rules_end_sentences_at_its_own_punctuation():
+    text = "北京是中国的首都。它有很多历史建筑！你去过吗？"
+    assert [s.text for s in split_sentences(text, "zh")] == ["北京是中国的首都。", "它有很多历史建筑！", "你去过吗？"]
+    assert [s.text for s in split_sentences("Eins. Zwei.", "th")] == ["Eins.", "Zwei."]  # no rules: English's

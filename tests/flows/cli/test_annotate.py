@@ -25,6 +25,7 @@ def annotate(uri, *args):
     main(["--tracking-uri", uri, *args])
 
 
+@pytest.mark.slow
 def test_export_import_logs_agreement_with_people(sweep):
     folder, uri, parent, predictions = sweep
     sheet_path = folder / "sheet.csv"

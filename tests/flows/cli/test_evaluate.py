@@ -14,6 +14,7 @@ def run_smoke(tmp_path):
     return run_cli("flows.cli.evaluate", tmp_path, "experiment=smoke", "dataset.limit=2")
 
 
+@pytest.mark.slow
 def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
     log = run_smoke(tmp_path)
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")

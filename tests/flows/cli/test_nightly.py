@@ -52,6 +52,7 @@ def test_nightly_passes_against_its_own_baseline_and_fails_a_degraded_retriever(
     assert runs[0].data.tags["opi.baseline"] == "champion"  # a failing night never moves the baseline
 
 
+@pytest.mark.slow
 def test_a_baseline_that_is_not_a_sweep_stops_before_the_sweep_runs(tmp_path):
     output = run_cli("flows.cli.nightly", tmp_path, "run", "--baseline", "0123456789abcdef", *SET, expect=2)
     assert "cannot exist" in output or "is not in this MLflow store" in output

@@ -35,3 +35,22 @@ def test_verbose_is_taken_off_the_command_line_and_keeps_third_party_output():
     seen = start("-v", "seed=1", env={})
     assert seen["argv"] == ["seed=1"] and seen["env"]["OPI_VERBOSE"] == "1"
     assert seen["env"]["PREFECT_LOGGING_LEVEL"] is None and not seen["quiet_notices"]
+
+
+def test_a_secret_on_the_command_line_is_refused_before_anything_starts():
+    result = subprocess.run([sys.executable, "-c", "from flows.cli.start import start_command; start_command()",
+                             "setup=knn", "llm.api_key_env=sk-proj-abcdefghijklmnopqrstuvwx"], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "invalid configuration: llm.api_key_env must be the name of an environment variable (letters, digits and "
+        "_), not its value: put the key in a variable (export OPENAI_API_KEY=...) and give its name "
+        "(llm.api_key_env=OPENAI_API_KEY)"]
+
+
+def test_command_line_problems_cover_overrides_appends_and_options():
+    from flows.cli.start import command_line_problem
+
+    assert command_line_problem(["+llm.api_key=sk-1"]).startswith("llm.api_key would write a secret")
+    assert command_line_problem(["--tracking-uri=http://u:p@mlflow/"]).startswith("tracking-uri holds credentials")
+    assert command_line_problem(["'+retriever@retrievers.mine=custom'", "setup=a_two", "-m", "seed=0,1"]) is None

@@ -33,3 +33,31 @@ def test_a_server_whose_parent_is_gone_is_an_orphan():
     assert server.orphaned(2**22 + 7)  # no such process
     import os
     assert not server.orphaned(os.getpid())  # a Python process: a run still alive
+
+
+SERVED = """
+from prefect import flow
+from flows.orchestration import server
+
+@flow
+def answer():
+    return 42
+
+print("result", server.run_flow(answer))
+"""
+
+
+def test_the_temporary_servers_own_output_stays_off_the_console(tmp_path):
+    # a flow against the temporary server, then its shutdown at exit: under load Prefect prints CancelledError
+    # tracebacks as it stops; they go to the server's log file, removed when the server did not fail
+    import os
+    import subprocess
+    import sys
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    environment["PREFECT_HOME"] = str(tmp_path / "prefect")
+    done = subprocess.run([sys.executable, "-c", SERVED], capture_output=True, text=True, env=environment,
+                          timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "result 42" in done.stdout
+    assert "Traceback" not in done.stderr and "CancelledError" not in done.stderr + done.stdout
+    assert not list((tmp_path / "prefect").glob("opi-server-*.log"))

@@ -1,10 +1,12 @@
 """The stage sequence of a configuration: one ranking serves every k (the one cut is Ranking.top, applied per
 configuration), so a sweep over k ranks once."""
+import pytest
 import mlflow
 
 from tests.helpers.cli import run_cli
 
 
+@pytest.mark.slow
 def test_a_sweep_over_k_computes_the_ranking_once(tmp_path):
     run_cli("flows.cli.evaluate", tmp_path, "-m", "retriever.k=2,4,8", "setup=knn", "dataset.limit=4",
             "report.enabled=false")

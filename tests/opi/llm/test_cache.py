@@ -46,3 +46,14 @@ def test_call_key_is_the_sha256_of_the_sorted_utf8_json():
     assert call_key({"model": "m", "temperature": 0}) == call_key({"temperature": 0, "model": "m"})
     assert call_key({"model": "m", "temperature": 0}) != call_key({"model": "m", "temperature": 0.7})
     assert call_key({"messages": [{"content": "é"}]}) != call_key({"messages": [{"content": "e"}]})
+
+
+def test_a_cache_deleted_during_a_run_is_made_again_and_keeps_what_comes_after(tmp_path, caplog):
+    cache = CallCache(tmp_path / "cache" / "calls.sqlite")
+    cache.put("before", {"content": "1"})
+    for path in (tmp_path / "cache").iterdir():  # the user deletes the cache folder's files mid-run
+        path.unlink()
+    assert cache.get("before") is None  # that reply went with the file
+    assert "was deleted or replaced during the run: made again" in caplog.text
+    cache.put("after", {"content": "2"})
+    assert CallCache(tmp_path / "cache" / "calls.sqlite").get("after") == {"content": "2"}  # on disk, for others

@@ -98,7 +98,8 @@ def test_usage_by_hand():
     assert usage.retries == 2 and usage.cost == pytest.approx(0.0035)
     assert usage.as_metrics("reader") == {"reader_calls": 3.0, "reader_cache_hits": 1.0, "reader_http_requests": 4.0,
                                           "reader_retries": 2.0, "reader_prompt_tokens": 1000.0,
-                                          "reader_completion_tokens": 100.0, "reader_cost_usd": pytest.approx(0.0035)}
+                                          "reader_completion_tokens": 100.0, "reader_empty_replies": 0.0,
+                                          "reader_refusals": 0.0, "reader_cost_usd": pytest.approx(0.0035)}
     assert Usage(calls=2, cache_hits=2).retries == 0
 
 
@@ -201,8 +202,10 @@ def test_clear_errors_for_key_model_and_address(monkeypatch):
     with pytest.raises(LLMError, match=r"cannot reach http://127.0.0.1:9/v1 after 1 retries"):
         ChatClient(settings("http://127.0.0.1:9/v1", max_retries=1, timeout=1)).complete(HI)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(LLMError, match="no API key: set the environment variable OPENAI_API_KEY"):
+    with pytest.raises(LLMError, match="llm.api_key_env names OPENAI_API_KEY, which is not set in this environment"):
         ChatClient(LLMConfig(name="x", reader=None, model="gpt-4o")).complete(HI)
+    with pytest.raises(LLMError, match="llm.api_key_env names MY_UNSET_VAR, which is not set"):  # also a gateway's
+        ChatClient(settings("http://127.0.0.1:9/v1", api_key_env="MY_UNSET_VAR")).complete(HI)
 
 
 def test_a_refused_request_is_not_retried_and_says_why():
@@ -299,3 +302,39 @@ def test_a_batch_waiting_on_a_stalled_server_lets_an_exiting_main_thread_go(proc
                 sys.exit(143)
         assert time.monotonic() - started < 10 and not worker.is_alive()
     assert isinstance(outcome["error"], LLMInterrupted)
+
+
+# --- replies that are no answer ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind, counted", [("empty", "empty_replies"), ("refusal", "refusals")])
+def test_an_empty_or_refused_reply_is_asked_again_then_missing_counted_and_not_cached(tmp_path, kind, counted):
+    cache = CallCache(tmp_path / "calls.sqlite")
+    with FakeOpenAI(**{f"{'empty' if kind == 'empty' else 'refuse'}_when": "number 1:"}) as server:
+        client = ChatClient(settings(server.base_url), cache)
+        answers = client.complete_many(batch(QUESTIONS[:3]))
+        arrivals = len(server.arrivals)
+    assert answers[0] and answers[2] and answers[1] is None
+    assert arrivals == 4  # question 1 asked twice (llm.empty_retries=1), the others once
+    assert getattr(client.usage, counted) == 1 and client.usage.as_metrics("llm")[f"llm_{counted}"] == 1.0
+    assert len(cache) == 2  # the missing answer is not kept: a re-run asks again
+
+
+def test_an_empty_reply_an_older_version_cached_is_asked_again_and_replaced(tmp_path):
+    cache = CallCache(tmp_path / "calls.sqlite")
+    with FakeOpenAI() as server:
+        client = ChatClient(settings(server.base_url), cache)
+        body = client.request(HI)
+        from opi.llm.cache import call_key
+        key = call_key({"endpoint": server.base_url, **body})
+        cache.put(key, {"content": "", "usage": None})
+        answer = client.complete(HI)
+        assert answer and cache.get(key)["content"] == answer and len(server.arrivals) == 1
+
+
+def test_ask_json_asks_a_missing_reply_again_without_a_reminder():
+    with FakeOpenAI(empty_when="Name the relation") as server:
+        client = ChatClient(settings(server.base_url))
+        parsed, failures = client.ask_json([[{"role": "user", "content": "Name the relation."}]], None,
+                                           lambda reply: reply, retries=1, reminder="JSON only")
+    assert parsed == [None] and failures == 1
+    assert all(len(body["messages"]) == 1 for body in server.bodies)  # asked as it was, never with a None reply

@@ -113,3 +113,13 @@ def test_usage_totals_add_cost_and_tokens_over_every_llm_use():
              "reader_completion_tokens": 20.0, "judge_prompt_tokens": 5.0, "reader_calls": 3.0}
     assert usage_totals(usage) == {"llm_cost_usd": 0.75, "llm_tokens": 125.0}  # calls are no tokens
     assert usage_totals({}) == {}
+
+
+def test_examples_without_an_answer_are_left_out_of_every_score_and_counted():
+    frame = pd.DataFrame({"id": ["a", "b", "c"], "relation": ["causal", "causal", "temporal"],
+                          "predicted_relation": ["causal", None, "temporal"], "similarity": [0.8, float("nan"), 0.6],
+                          "generated_answer": ["x", None, "y"]})
+    metrics, _ = configuration_metrics(frame, ["causal", "temporal"], [1.0], 1.0, resamples=200)
+    # over a and c: BERTSim (0.8 + 0.6) / 2 = 0.7, LRCR 2 / 2 = 1.0
+    assert metrics["bertsim"] == pytest.approx(0.7) and metrics["lrcr"] == 1.0
+    assert metrics["answers_missing"] == 1.0 and metrics["n_examples"] == 2.0

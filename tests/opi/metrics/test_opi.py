@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -56,3 +57,11 @@ def test_gold_labels_outside_the_set_are_an_error():
 
 def test_beta_keys():
     assert [beta_key(b) for b in (0.5, 1, 2.0)] == ["opi_0_5", "opi_1", "opi_2"]
+
+
+def test_a_huge_or_tiny_beta_cannot_overflow_into_nan():
+    # β -> inf: OPI -> B (all weight on BERTSim); β -> 0: OPI -> L. Formula: (1+β²)·B·L / (B + β²·L)
+    assert opi(0.8, 0.5, 1e300) == pytest.approx(0.8) and opi(0.8, 0.5, 1e-300) == pytest.approx(0.5)
+    assert opi(0.8, 0.5, 1e6) == pytest.approx((1 + 1e12) * 0.4 / (0.8 + 1e12 * 0.5))  # = 0.8 to 1e-12
+    with np.errstate(all="raise"):  # no overflow, no invalid value on the way
+        assert np.isfinite(opi(np.array([0.8, 0.0]), np.array([0.5, 0.0]), 1e300)).all()

@@ -19,3 +19,8 @@ def test_edi_prefers_the_short_chunk_sharing_the_query_words(tiny_chunks):
     assert ranking.chunk_ids[0] == 3  # "The copper mine closed."
     # the long chunk says "copper mine" twice yet ranks last: its length puts it far from the short query
     assert ranking.chunk_ids[-1] == 4
+
+
+def test_chunks_without_any_word_score_zero_for_every_question():
+    (ranking,) = EDIRetriever().rank(["Who built it?"], make_chunks(["...", "!!!"]), 2)
+    assert ranking.chunk_ids == (0, 1) and ranking.scores == (0.0, 0.0)

@@ -8,7 +8,8 @@ import pytest
 
 from opi.articles import prepare_articles
 from opi.retrievers.langchain import chunk_documents
-from opi.retrievers.lexical import BM25Retriever, TFIDFRetriever, words
+from opi.retrievers.lexical import BM25Retriever, TFIDFRetriever
+from opi.retrievers.tokens import whitespace, words
 from tests.helpers.chunks import make_chunks
 
 
@@ -115,3 +116,30 @@ def test_tfidf_is_langchains_tfidfretriever(tiny_chunks):
     theirs = LangChainTFIDF.from_documents(chunk_documents(tiny_chunks), k=4).invoke(question)
     (ours,) = TFIDFRetriever().rank([question], tiny_chunks, 4)
     assert ours.chunk_ids == tuple(d.metadata["chunk_idx"] for d in theirs)
+
+
+@pytest.mark.parametrize("retriever", [BM25Retriever(tokenizer="words"), TFIDFRetriever()])
+def test_chunks_without_any_word_score_zero_for_every_question(retriever):
+    chunks = make_chunks(["...", "!!! ???", "--"])  # scikit-learn: "empty vocabulary"; rank-bm25: a division by 0
+    (ranking,) = retriever.rank(["Who built it?"], chunks, 3)
+    assert ranking.chunk_ids == (0, 1, 2) and ranking.scores == (0.0, 0.0, 0.0)  # the article's order
+
+
+def test_bm25s_whitespace_tokens_keep_punctuation_so_such_chunks_have_tokens_that_match_nothing():
+    (ranking,) = BM25Retriever().rank(["Who built it?"], make_chunks(["...", "!!! ???", "--"]), 3)
+    assert sorted(ranking.chunk_ids) == [0, 1, 2] and set(ranking.scores) == {0.0}
+
+
+CHINESE = ["北京是中国的首都，有很多历史建筑。", "故宫在北京的中心，每年有很多游客。", "长城离北京不远，你去过长城吗？"]
+
+
+@pytest.mark.parametrize("cls", [BM25Retriever, TFIDFRetriever])
+def test_text_without_spaces_is_tokenised_into_character_bigrams_and_its_terms_are_found(cls):
+    # whitespace or word tokens make each sentence one token; bigrams let 故宫 (the Forbidden City) match
+    (ranking,) = cls().rank(["故宫在哪里？"], make_chunks(CHINESE), 3)
+    assert ranking.chunk_ids[0] == 1 and ranking.scores[0] > ranking.scores[1]
+
+
+def test_bigrams_of_unspaced_runs_leave_other_tokens_as_they_were():
+    assert words("Beijing 北京是首都!") == ["beijing", "北京", "京是", "是首", "首都"]
+    assert whitespace("Hello, 故宫。") == ["Hello,", "故宫", "。"]

@@ -1,0 +1,57 @@
+"""Checks before any work: where gold relations come from, the key's variable, text written without spaces, and
+secrets in any setting (refused before Hydra saves anything)."""
+import logging
+
+import pytest
+from omegaconf import OmegaConf
+
+from flows.run import preflight
+from flows.run.config import compose_config, typed
+from flows.run.data import load_data
+from opi.llm.faults import LLMError
+
+
+def config(*overrides):
+    return typed(compose_config(["dataset=deeplogic-130", *overrides]))
+
+
+def test_the_local_classifier_labels_the_gold_triples_of_labelled_data_cross_fitted():
+    resolved = preflight.resolve_gold(config("relations.gold=classifier"), load_data(config()))
+    assert resolved.relations.gold == "classifier"  # the paper's way, on labelled data too
+
+
+def test_a_key_variable_that_is_not_set_is_said_before_any_work(monkeypatch):
+    monkeypatch.delenv("MY_UNSET_VAR", raising=False)
+    with pytest.raises(LLMError, match="llm.api_key_env names MY_UNSET_VAR, which is not set in this environment"):
+        preflight.check_key_variable(config("llm=gpt-4o", "llm.api_key_env=MY_UNSET_VAR"))
+    preflight.check_key_variable(config("llm=gpt-4o", "llm.api_key_env=null"))  # a keyless endpoint
+    preflight.check_key_variable(config("llm.api_key_env=MY_UNSET_VAR"))  # the extractive reader asks no endpoint
+
+
+def test_a_language_without_rules_or_spaces_is_chunked_by_characters_and_said(monkeypatch, caplog):
+    monkeypatch.setattr(preflight, "_NOTICES", set())
+    with caplog.at_level(logging.WARNING, logger="opi"):
+        thai = preflight.chunking_for_language(config("sentences.language=th"))
+    assert thai.chunking.length == "characters" and thai.chunking.size == 100
+    assert "pySBD has no sentence rules for it" in caplog.text and "measured in characters" in caplog.text
+    assert preflight.chunking_for_language(config("sentences.language=zh")).chunking.length == "words"  # rules
+
+
+def test_articles_with_far_fewer_words_than_characters_are_said_once(monkeypatch, caplog):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(preflight, "_NOTICES", set())
+    unspaced = SimpleNamespace(contexts=["北京是中国的首都。" * 600, "A few words in English, as usual. " * 20])
+    with caplog.at_level(logging.WARNING, logger="opi"):
+        preflight.warn_unspaced(config(), unspaced)
+        preflight.warn_unspaced(config(), unspaced)
+    assert caplog.text.count("1 of 2 articles have far fewer words than characters (e.g. 1 word in 5,400") == 1
+    assert "sentences.language (zh, ja, th ...) and chunking.length=characters" in caplog.text
+
+
+def test_a_secret_in_a_config_file_is_refused_before_hydra_saves_it():
+    composed = compose_config(["dataset=deeplogic-130"])
+    with_secret = OmegaConf.merge(composed, {"llm": {"base_url": "http://me:pw@gateway/v1"}})
+    with pytest.raises(SystemExit) as stopped:
+        preflight.refuse_secrets_before_writing(with_secret)
+    assert stopped.value.code == 2
