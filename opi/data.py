@@ -227,7 +227,7 @@ def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: st
     if not labels or "relation" not in labels[0] or join_on not in labels[0]:
         raise DataError(f"{labels_path}: a label file needs columns {join_on!r} and 'relation'")
     by_key = label_keys(labels, labels_path, join_on, relations)
-    keys = [str(row.get("id")) if join_on == "id" else str(number) for number, row in enumerate(rows, start=1)]
+    keys = [str(row.get("id")).strip() if join_on == "id" else str(number) for number, row in enumerate(rows, start=1)]
     unmatched = [key for key in keys if key not in by_key]
     if len(unmatched) == len(keys):
         raise DataError(f"{labels_path}: no label matches any example by {join_on!r} (e.g. {keys[:3]}); "

@@ -22,17 +22,24 @@ SECRET_NAME = re.compile(r"(^|[-_])(api[-_]?key|apikey|secret|token|password|pas
 MASK = "***"
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # the shapes of common providers' keys: OpenAI and Anthropic (sk-...), Hugging Face, GitHub, Slack, AWS, Google
-KEY_LIKE = re.compile(r"(?<![A-Za-z0-9])(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|"
+KEY_LIKE = re.compile(r"(?<![A-Za-z0-9])(?:sk-(?:proj-|ant-|or-|svcacct-)?(?=[A-Za-z0-9_-]*[0-9])"
+                      r"(?=[A-Za-z0-9_-]*[A-Z])[A-Za-z0-9_-]{20,}|sk-[0-9a-f]{32,}|hf_[A-Za-z0-9]{20,}|"
                       r"gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|"
+                      r"gsk_[A-Za-z0-9]{20,}|xai-[A-Za-z0-9]{20,}|pplx-[A-Za-z0-9]{20,}|"
                       r"AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,})")
+# what a variable's name does not look like: 32+ hex digits, or 20+ characters mixing lower case, upper case and
+# digits (provider keys without a known prefix: Azure, Mistral, Cohere ...)
+RANDOM_LOOKING = re.compile(r"[0-9a-fA-F]{32,}|(?=[A-Za-z0-9_-]*[a-z])(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[0-9])"
+                            r"[A-Za-z0-9_-]{20,}")
 UNSET = (None, "", "null", "None", "???")
 _USERINFO = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/?#\s'\"]+@")  # to the last @ before the path
+_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#\s'\"@]*:[^/?#\s'\"]*@")  # user:password@ (a user alone is no secret)
 _QUERY_PAIR = re.compile(r"([?&])([^=&\s'\"#]+)=([^&\s'\"#]*)")
 
 
 def is_secret_name(name: str) -> bool:
-    """``name`` (a setting, a dotted key, a query parameter) says its value is a secret."""
-    return any(SECRET_NAME.search(part) for part in re.split(r"[.\s]", name) if part)
+    """``name`` (a setting, a dotted key's last part, a query parameter) says its value is a secret."""
+    return bool(SECRET_NAME.search(re.split(r"[.\s]", name.strip())[-1]))
 
 
 def _query_pair(match: re.Match) -> str:
@@ -54,20 +61,22 @@ def looks_like_key(text: str) -> bool:
 
 def url_has_credentials(text: str) -> bool:
     """A URL in ``text`` carries a user:password or a secret-named query value."""
-    return bool(_USERINFO.search(text)) or any(is_secret_name(name) and value
+    return bool(_PASSWORD.search(text)) or any(is_secret_name(name) and value
                                                for _, name, value in _QUERY_PAIR.findall(text))
 
 
 def setting_problem(name: str, value: Any) -> str | None:
     """Why ``name=value`` would put a secret into what a run writes, in one line that does not repeat the value;
     None when it does not."""
+    if isinstance(value, (bool, int, float)) or value is None:
+        return None
     if name.split(".")[-1].endswith("_env"):
-        values = value.split(",") if isinstance(value, str) else [value]  # a sweep over variables: a,b
-        if all(v in UNSET or (isinstance(v, str) and ENV_NAME.fullmatch(v.strip())) for v in values):
+        if all(v in UNSET or (isinstance(v, str) and ENV_NAME.fullmatch(v.strip()) and not looks_like_key(v)
+                              and not RANDOM_LOOKING.fullmatch(v.strip())) for v in swept(value)):
             return None
         return (f"{name} must be the name of an environment variable (letters, digits and _), not its value: put "
                 f"the key in a variable (export OPENAI_API_KEY=...) and give its name ({name}=OPENAI_API_KEY)")
-    if is_secret_name(name) and value not in UNSET:
+    if is_secret_name(name) and value not in UNSET and str(value).lower() not in ("true", "false"):
         return (f"{name} would write a secret into the run's settings and logs: OPI takes no key as a setting; put "
                 "it in an environment variable and name that variable (llm.api_key_env=OPENAI_API_KEY)")
     if isinstance(value, str) and url_has_credentials(value):
@@ -77,6 +86,14 @@ def setting_problem(name: str, value: Any) -> str | None:
         return (f"{name} holds what looks like an API key: OPI takes no key as a setting; put it in an environment "
                 "variable and name that variable (llm.api_key_env=OPENAI_API_KEY)")
     return None
+
+
+def swept(value: Any) -> list[Any]:
+    """The values of a sweep as typed (``a,b``, ``choice(a,b)``), or the one value."""
+    if not isinstance(value, str):
+        return [value]
+    inner = re.fullmatch(r"\s*choice\((.*)\)\s*", value, flags=re.DOTALL)
+    return [v.strip().strip("'\"") for v in (inner.group(1) if inner else value).split(",")]
 
 
 def settings_problem(settings: Any, prefix: str = "") -> str | None:

@@ -111,7 +111,10 @@ def typed(cfg: DictConfig, overridden: list[str] = ()) -> OPIConfig:
 def refuse_secrets(cfg: DictConfig) -> None:
     """A secret in any setting (a YAML file's as well as the command line's): refused, never written down."""
     settings = OmegaConf.to_container(cfg, resolve=False)
-    settings.pop("hydra", None)
+    hydra = settings.pop("hydra", None) or {}
+    # of Hydra's own settings, those a user's YAML can fill with values that Hydra then saves with every job
+    settings["hydra.job.env_set"] = (hydra.get("job") or {}).get("env_set") or {}
+    settings["hydra.sweeper.params"] = (hydra.get("sweeper") or {}).get("params") or {}
     problem = settings_problem(settings)
     if problem:
         raise ValueError(problem)

@@ -46,13 +46,20 @@ def intact_sqlite(path: Path, what: str, fix: str) -> None:
     """An existing SQLite file passes ``PRAGMA quick_check`` (a new or empty one is made by its first use)."""
     if not path.is_file() or path.stat().st_size == 0:
         return
+    seen = (str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns)
+    if seen in _INTACT:  # each job of a sweep checks the stores again: read a large file once per process
+        return
     try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as database:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)) as database:
             verdict = database.execute("PRAGMA quick_check").fetchone()[0]
     except sqlite3.DatabaseError as err:
         raise StoreError(f"{what}: {path} is not a readable SQLite database ({err}): {fix}") from None
     if verdict != "ok":
         raise StoreError(f"{what}: {path} is damaged (SQLite's quick_check: {verdict[:80]}): {fix}")
+    _INTACT.add(seen)
+
+
+_INTACT: set[tuple[str, int, int]] = set()
 
 
 MLFLOW_FIX = "move it away (a new store is made) or restore it from a backup"

@@ -40,6 +40,11 @@ def existing_store(tracking_uri: str) -> MlflowClient:
             raise CommandError(f"no MLflow store at {path}: run a sweep first (opi-eval -m ...), or name the store "
                                "with --tracking-uri")
         intact_sqlite(path, "--tracking-uri", MLFLOW_FIX)
+    elif tracking_uri.startswith(("file:", "/", ".")):  # a folder store, which MLflow would create
+        folder = Path(tracking_uri.removeprefix("file://").removeprefix("file:"))
+        if not folder.is_dir():
+            raise CommandError(f"no MLflow store at {folder}: run a sweep first (opi-eval -m ...), or name the "
+                               "store with --tracking-uri")
     return MlflowClient(tracking_uri)
 
 

@@ -126,7 +126,7 @@ class ChatClient:
 
     def _api_key(self) -> str:
         name = self.settings.api_key_env
-        if name is None:
+        if not name:
             return "not-needed"  # a keyless endpoint (a local server): the openai client needs some string
         value = os.environ.get(name)
         if not value:
@@ -343,19 +343,25 @@ class ChatClient:
                  progress: Callable[[int], None] | None = None) -> tuple[list[Parsed | None], int]:
         """Structured answers: each conversation asked (with ``response_format``), its reply parsed; a reply
         ``parse`` rejects (None) is asked again ``retries`` times with the reply and ``reminder`` appended.
-        Returns the parsed values in order (None where every attempt failed) and how many failed."""
+        Returns the parsed values in order (None where every attempt failed) and how many replies could not be
+        parsed. A conversation that got no reply (empty or refused, already asked again by ``complete``) is not
+        asked again here and is not a parse failure: ``usage`` counts it."""
         conversations = [list(c) for c in conversations]
         results: list[Parsed | None] = [None] * len(conversations)
+        unanswered: set[int] = set()
         for attempt in range(retries + 1):
-            todo = [i for i, r in enumerate(results) if r is None]
+            todo = [i for i, r in enumerate(results) if r is None and i not in unanswered]
             if not todo:
                 break
             replies = self.complete_many([(conversations[i], response_format) for i in todo],
                                          progress if attempt == 0 else None)
             for i, reply in zip(todo, replies):
-                results[i] = parse(reply) if reply is not None else None  # no answer: asked again as it was
-                if results[i] is None and reply is not None:
+                if reply is None:
+                    unanswered.add(i)
+                    continue
+                results[i] = parse(reply)
+                if results[i] is None:
                     conversations[i] += [{"role": "assistant", "content": reply}, {"role": "user", "content": reminder}]
-        return results, sum(r is None for r in results)
+        return results, sum(r is None for i, r in enumerate(results) if i not in unanswered)
 
 

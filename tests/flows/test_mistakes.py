@@ -11,7 +11,7 @@ from opi.schemas import DatasetConfig
 from tests.helpers.cli import run_cli
 from tests.helpers.fake_openai import FakeOpenAI
 
-MARKER = "sk-opi-marker-0123456789abcdefghij"
+MARKER = "sk-proj-OpiMarker0123456789abcdefXYZ"
 QUICK = ["dataset.limit=2", "setup=bm25", "report.enabled=false"]
 
 

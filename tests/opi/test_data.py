@@ -216,3 +216,12 @@ def test_rows_without_labels_load_and_unanswerable_squad_questions_are_counted(t
     assert report.rows_read == 3 and report.rows_kept == 2
     assert report.dropped == {"unanswerable (no gold answer)": 1}
     assert "1 unanswerable (no gold answer)" in report.describe()
+
+
+def test_ids_with_surrounding_spaces_match_their_labels(tmp_path):
+    rows = [{"id": f"q{i} ", **row} for i, row in enumerate(rag12000_rows(2))]  # "q0 " in the data, q0 in the labels
+    (tmp_path / "d.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    pd.DataFrame({"id": ["q0", "q1"], "relation": LABELS}).to_csv(tmp_path / "l.csv", index=False)
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl"),
+                                              labels_path=str(tmp_path / "l.csv")), label_set=LABELS)
+    assert [e.relation for e in examples] == LABELS

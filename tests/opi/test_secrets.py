@@ -69,6 +69,13 @@ def test_redact_values_drops_secret_settings_and_redacts_strings_all_the_way_dow
     ("llm.base_url", "http://me:pw@gateway/v1", "holds credentials in its URL"),
     ("llm.base_url", "https://gateway/v1?api-key=abc", "holds credentials in its URL"),
     ("tracking.label", "hf_abcdefghijklmnopqrstuvwxyz", "looks like an API key"),
+    # keys that are valid variable names still are keys: known prefixes, long hex, mixed-case random strings
+    ("llm.api_key_env", "hf_" + "a" * 34, "must be the name of an environment variable"),
+    ("llm.api_key_env", "AKIAIOSFODNN7EXAMPLE", "must be the name of an environment variable"),
+    ("llm.api_key_env", "gsk_" + "aB3" * 10, "must be the name of an environment variable"),
+    ("llm.api_key_env", "3f9c" + "a1b2" * 8, "must be the name of an environment variable"),
+    ("llm.api_key_env", "Ab3dEf9hIjKlMn0pQrStUv12", "must be the name of an environment variable"),
+    ("tracking.label", "sk-" + "0a" * 16, "looks like an API key"),  # DeepSeek-style hex
 ])
 def test_a_setting_that_would_write_a_secret_is_named_without_its_value(name, value, says):
     problem = setting_problem(name, value)
@@ -82,6 +89,10 @@ def test_a_setting_that_would_write_a_secret_is_named_without_its_value(name, va
     ("dataset.path", "/data/sk-archive/rag12000/test.parquet"), ("llm.base_url", "http://127.0.0.1:8000/v1"),
     ("llm.max_tokens", 256), ("llm.tokens_per_minute", 30000), ("tracking.label", "nightly-0123456789ab"),
     ("llm.password", None), ("llm.model", "ft:gpt-4o-2024-08-06:org::abc123"),
+    ("llm.api_key_env", "choice(KEY_A,KEY_B)"), ("llm.api_key_env", "AZURE_OPENAI_API_KEY_2"),
+    ("llm.model", "sk-learn-tfidf-baseline"), ("dataset.path", "/data/sk-archive-2024-rag12000/test.parquet"),
+    ("tracking.tracking_uri", "postgresql://mlflow@db/mlflow"),  # a user without a password (.pgpass)
+    ("retrievers.key_bert.k", 4), ("retriever.use_auth", False), ("retriever.use_auth", "false"),
 ])
 def test_run_ids_model_uris_paths_and_names_are_no_secret(name, value):
     assert setting_problem(name, value) is None
@@ -94,5 +105,5 @@ def test_settings_problem_finds_a_secret_anywhere_in_nested_settings():
 
 
 def test_redact_text_masks_what_looks_like_a_key_in_any_line():
-    assert redact_text("401 for key sk-abcdefghijklmnopqrstuvwx.") == "401 for key ***."
+    assert redact_text("401 for key sk-Abcdefghij0123456789klmnop.") == "401 for key ***."
     assert redact_text("run 0123456789abcdef0123456789abcdef") == "run 0123456789abcdef0123456789abcdef"

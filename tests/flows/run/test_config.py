@@ -6,7 +6,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf import OmegaConf
 
-from flows.run.config import CONF_DIR, register_configs, typed
+from flows.run.config import CONF_DIR, refuse_secrets, register_configs, typed
 from flows.run.identity import describe, effective_settings
 from tests.helpers.cli import run_cli
 
@@ -150,3 +150,17 @@ def test_retriever_settings_in_a_combination_are_refused_in_one_line(tmp_path):
     errors = [line for line in output.splitlines() if "ERROR" in line]
     assert len(errors) == 1 and "'retriever.k=8' changes nothing in A-Four" in errors[0]
     assert "retrievers.<member>.<setting>" in errors[0] and "Traceback" not in output
+
+
+@pytest.mark.parametrize("hydra, says", [
+    ({"job": {"env_set": {"AZURE_OPENAI_API_KEY": "3f9c" + "a1b2" * 8}}},
+     "hydra.job.env_set.AZURE_OPENAI_API_KEY would write a secret"),
+    ({"sweeper": {"params": {"llm.base_url": "https://gw/v1?api-key=zz,https://h/v1"}}},
+     "hydra.sweeper.params.llm.base_url holds credentials in its URL"),
+])
+def test_a_secret_in_hydras_own_settings_that_hydra_saves_is_refused(hydra, says):
+    with pytest.raises(ValueError, match=says) as refused:
+        refuse_secrets(OmegaConf.create({"hydra": hydra, "seed": 0}))
+    assert "a1b2a1b2" not in str(refused.value) and "zz" not in str(refused.value)
+    refuse_secrets(OmegaConf.create({"hydra": {"job": {"env_set": {"HF_HUB_OFFLINE": "1"}},
+                                               "sweeper": {"params": {"setup": "knn,bm25"}}}}))

@@ -4,7 +4,9 @@ import subprocess
 import sys
 
 import mlflow
+import pytest
 
+from flows.run.errors import CommandError
 from flows.tracking import store
 from flows.tracking.runs import run_tags
 from opi.schemas import TrackingConfig
@@ -34,3 +36,10 @@ def test_a_run_left_running_by_a_dead_process_is_marked_failed(tmp_path):
     store.fail_orphans(client, experiment)
     assert client.get_run(orphan).info.status == "FAILED" and "opi.orphaned" in client.get_run(orphan).data.tags
     assert client.get_run(mine).info.status == "RUNNING" and client.get_run(foreign).info.status == "RUNNING"
+
+
+def test_a_read_only_command_creates_no_folder_store(tmp_path):
+    for uri in (str(tmp_path / "nope"), f"file:{tmp_path / 'nope'}"):
+        with pytest.raises(CommandError, match="no MLflow store at"):
+            store.existing_store(uri)
+    assert not (tmp_path / "nope").exists()

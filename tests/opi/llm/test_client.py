@@ -206,6 +206,7 @@ def test_clear_errors_for_key_model_and_address(monkeypatch):
         ChatClient(LLMConfig(name="x", reader=None, model="gpt-4o")).complete(HI)
     with pytest.raises(LLMError, match="llm.api_key_env names MY_UNSET_VAR, which is not set"):  # also a gateway's
         ChatClient(settings("http://127.0.0.1:9/v1", api_key_env="MY_UNSET_VAR")).complete(HI)
+    assert ChatClient(settings("http://127.0.0.1:9/v1", api_key_env=""))._api_key() == "not-needed"  # as null
 
 
 def test_a_refused_request_is_not_retried_and_says_why():
@@ -331,10 +332,12 @@ def test_an_empty_reply_an_older_version_cached_is_asked_again_and_replaced(tmp_
         assert answer and cache.get(key)["content"] == answer and len(server.arrivals) == 1
 
 
-def test_ask_json_asks_a_missing_reply_again_without_a_reminder():
+def test_ask_json_does_not_ask_a_missing_reply_again_nor_count_it_as_unparsable():
     with FakeOpenAI(empty_when="Name the relation") as server:
         client = ChatClient(settings(server.base_url))
         parsed, failures = client.ask_json([[{"role": "user", "content": "Name the relation."}]], None,
-                                           lambda reply: reply, retries=1, reminder="JSON only")
-    assert parsed == [None] and failures == 1
-    assert all(len(body["messages"]) == 1 for body in server.bodies)  # asked as it was, never with a None reply
+                                           lambda reply: reply, retries=2, reminder="JSON only")
+    # complete() asked once more (llm.empty_retries=1) and gave up; the parse retries do not ask a third time
+    assert parsed == [None] and failures == 0 and len(server.bodies) == 2
+    assert client.usage.empty_replies == 1
+    assert all(len(body["messages"]) == 1 for body in server.bodies)  # never with a None reply
