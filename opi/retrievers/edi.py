@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from opi.retrievers.base import Retriever
-from opi.retrievers.tokens import analyzer
+from opi.retrievers.tokens import analyzer, chunk_matrix
 
 
 @dataclass
@@ -23,11 +23,8 @@ class EDIRetriever(Retriever):
         from sklearn.metrics.pairwise import euclidean_distances
 
         vectorizer = CountVectorizer(analyzer=analyzer(CountVectorizer()))
-        try:
-            matrix = vectorizer.fit_transform([c.text for c in chunks])
-        except ValueError as err:  # "empty vocabulary": no chunk has a word
-            if "empty vocabulary" not in str(err):
-                raise
+        matrix = chunk_matrix(vectorizer, [c.text for c in chunks])
+        if matrix is None:
             return np.zeros((len(questions), len(chunks)))
         distances = euclidean_distances(vectorizer.transform(questions), matrix)
         return -distances  # the nearest chunk first

@@ -15,7 +15,7 @@ import numpy as np
 
 from opi.chunking import Chunk
 from opi.retrievers.base import Ranking, Retriever
-from opi.retrievers.tokens import TOKENIZERS, analyzer
+from opi.retrievers.tokens import TOKENIZERS, analyzer, chunk_matrix
 
 
 @dataclass
@@ -58,10 +58,7 @@ class TFIDFRetriever(Retriever):
         from sklearn.metrics.pairwise import cosine_similarity
 
         vectorizer = TfidfVectorizer(analyzer=analyzer(TfidfVectorizer()))
-        try:
-            matrix = vectorizer.fit_transform([c.text for c in chunks])
-        except ValueError as err:  # "empty vocabulary": no chunk has a word
-            if "empty vocabulary" not in str(err):
-                raise
+        matrix = chunk_matrix(vectorizer, [c.text for c in chunks])
+        if matrix is None:
             return np.zeros((len(questions), len(chunks)))
         return cosine_similarity(vectorizer.transform(questions), matrix)

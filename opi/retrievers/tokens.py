@@ -49,3 +49,14 @@ def analyzer(vectorizer) -> Callable[[str], list[str]]:
     """A scikit-learn vectorizer's own analyzer (lower case, its token pattern), scripts without spaces split."""
     base = vectorizer.build_analyzer()
     return lambda text: list(split_unspaced(base(text)))
+
+
+def chunk_matrix(vectorizer, texts: list[str]):
+    """``vectorizer`` fitted on the chunks' texts and their matrix; None when no chunk has a word (scikit-learn's
+    "empty vocabulary": an article of punctuation only), which the retrievers rank by zero scores."""
+    try:
+        return vectorizer.fit_transform(texts)
+    except ValueError as err:
+        if "empty vocabulary" not in str(err):
+            raise
+        return None
