@@ -85,7 +85,7 @@ def test_local_smollm2_scores_answer_correctness_and_judge(tmp_path):
 def test_answer_correctness_and_judge_are_logged_with_their_failure_counts(tmp_path):
     with FakeOpenAI() as server:
         opi_eval(tmp_path, "llm=openai-compatible", f"llm.base_url={server.base_url}", "llm.model=fake",
-                 "metrics=full", "dataset.limit=3", "setup=knn")
+                 "llm.api_key_env=null", "metrics=full", "dataset.limit=3", "setup=knn")
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     run = mlflow.search_runs(experiment_names=["opi"]).iloc[0]
     folder = mlflow.artifacts.download_artifacts(run_id=run["run_id"], dst_path=str(tmp_path / "dl"))

@@ -45,7 +45,8 @@ def test_the_paper_grid_runs_without_gold_relations(tmp_path):
 def test_the_classifier_labels_the_gold_answers_when_the_data_has_no_labels(tmp_path):
     with FakeOpenAI() as server:
         log = run_cli("flows.cli.evaluate", tmp_path, "-m", "setup=knn,a_two", "llm=openai-compatible",
-                      f"llm.base_url={server.base_url}", "llm.model=fake", "classifier=llm", *FAST)
+                      f"llm.base_url={server.base_url}", "llm.model=fake", "llm.api_key_env=null", "classifier=llm",
+                      *FAST)
         gold_requests = [b for b in server.bodies if b.get("response_format") and "Brisk Valley" in json.dumps(b)]
     assert "has no relation labels: the classifier llm-clf labels each gold" in log  # the one-line notice
     assert log.count("has no relation labels") == 1  # once, not once per job
