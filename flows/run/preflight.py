@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-import os
 from typing import Any
 
 from hydra.core.global_hydra import GlobalHydra
@@ -21,7 +20,7 @@ from flows.run.errors import EXIT_USER_ERROR, composed, run_or_explain
 from flows.run.progress import planned_sweep, start_sweep
 from flows.run.store_checks import check_stores
 from opi.data import DataError
-from opi.llm.faults import LLMError
+from opi.llm.client import api_key
 from opi.relations import gold_source
 from opi.schemas import OPIConfig
 from opi.sentences import UNSPACED_LANGUAGES, has_rules
@@ -90,10 +89,8 @@ def warn_unspaced(config: OPIConfig, data: Data) -> None:
 
 def check_key_variable(config: OPIConfig) -> None:
     """The variable ``llm.api_key_env`` names is set, where the run talks to an endpoint (null: a keyless one)."""
-    name = config.llm.api_key_env
-    if config.llm.endpoint and config.llm.local_server is None and name and not os.environ.get(name):
-        raise LLMError(f"llm.api_key_env names {name}, which is not set in this environment: export {name}=<your "
-                       "key>, or set llm.api_key_env=null for an endpoint that needs no key")
+    if config.llm.endpoint and config.llm.local_server is None:
+        api_key(config.llm)
 
 
 def resolve_gold(config: OPIConfig, data: Data) -> OPIConfig:
@@ -157,8 +154,9 @@ class Preflight(Callback):
         relations = (f"classifier {getattr(checked.classifier, 'name', 'custom')}, gold relations: "
                      f"{checked.relations.gold}" if checked.relations.gold != "none" else
                      "no gold relations (relations.gold=none: no LRCR or OPI)")
-        log.info("%s on %s (%d examples), reader %s, %s; results to %s%s",
-                 "1 configuration" if size == 1 else f"{size or 'the swept'} configurations", data.report.source, len(data.examples), checked.llm.name, relations,
+        planned = "1 configuration" if size == 1 else f"{size or 'the swept'} configurations"
+        log.info("%s on %s (%d examples), reader %s, %s; results to %s%s", planned, data.report.source,
+                 len(data.examples), checked.llm.name, relations,
                  f"MLflow experiment {checked.tracking.experiment!r}" if checked.tracking.enabled else
                  "the output folder (tracking=none)", f" ({note})" if note else "")
         start_sweep(size)

@@ -125,7 +125,8 @@ def run_stages(config: OPIConfig, data: Data, registered: RegisteredModel | None
     if all(a is None for a in answers):
         raise LLMError(f"{config.llm.name} gave no answer to any of the {len(answers)} questions (every reply was "
                        "empty or a refusal, also when asked again): check llm.model and the answer prompt")
-    applied = [Triple(" ".join(t), e.question, a) if a is not None else None for e, t, a in zip(examples, texts, answers)]
+    applied = [Triple(" ".join(t), e.question, a) if a is not None else None
+               for e, t, a in zip(examples, texts, answers)]
     relations = relation_stages(config, data, applied, registered, stages)
     similarities = stages.call("scoring", tasks.answer_similarity, truths, answers, config.embedding,
                                code_for(tasks.answer_similarity))

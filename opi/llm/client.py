@@ -101,6 +101,19 @@ def object_schema(**properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "required": list(properties), "properties": properties}
 
 
+def api_key(settings: LLMConfig) -> str:
+    """The key in the variable ``llm.api_key_env`` names; an unset one is said before any request (preflight calls
+    this too). No variable (null): a keyless endpoint, to which the openai client still needs some string."""
+    name = settings.api_key_env
+    if not name:
+        return "not-needed"
+    value = os.environ.get(name)
+    if not value:
+        raise LLMError(f"llm.api_key_env names {name}, which is not set in this environment: export {name}=<your "
+                       "key>, or set llm.api_key_env=null for an endpoint that needs no key")
+    return value
+
+
 class ChatClient:
     """``settings``: the run's ``llm`` config. ``base_url``/``cache_id`` replace its address and its identity in
     cache keys (a local server's port changes at every start; its model file does not)."""
@@ -124,16 +137,6 @@ class ChatClient:
                                                         check_every_n_seconds=0.005, max_bucket_size=1)
         self._token_window = TokenWindow(settings.tokens_per_minute) if settings.tokens_per_minute else None
 
-    def _api_key(self) -> str:
-        name = self.settings.api_key_env
-        if not name:
-            return "not-needed"  # a keyless endpoint (a local server): the openai client needs some string
-        value = os.environ.get(name)
-        if not value:
-            raise LLMError(f"llm.api_key_env names {name}, which is not set in this environment: export {name}=<your "
-                           "key>, or set llm.api_key_env=null for an endpoint that needs no key")
-        return value
-
     def _before_request(self, request) -> None:
         if self._request_limiter is not None:
             self._request_limiter.acquire(blocking=True)
@@ -153,7 +156,7 @@ class ChatClient:
             from openai import OpenAI
 
             self._client = OpenAI(
-                api_key=self._api_key(), base_url=self.settings.base_url, timeout=self.settings.timeout,
+                api_key=api_key(self.settings), base_url=self.settings.base_url, timeout=self.settings.timeout,
                 max_retries=0,  # the retries are ours (_call): inside llm.deadline, one log line each
                 http_client=httpx.Client(event_hooks={"request": [self._before_request]},
                                          timeout=self.settings.timeout))

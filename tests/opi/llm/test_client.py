@@ -9,7 +9,8 @@ import time
 import pytest
 
 from opi.llm.cache import CallCache
-from opi.llm.client import ChatClient, LLMError, LLMInterrupted, TokenWindow, Usage, json_reply_format, object_schema
+from opi.llm.client import (ChatClient, LLMError, LLMInterrupted, TokenWindow, Usage, api_key, json_reply_format,
+                            object_schema)
 from opi.schemas import LLMConfig
 from tests.helpers.fake_openai import FakeOpenAI
 
@@ -206,7 +207,7 @@ def test_clear_errors_for_key_model_and_address(monkeypatch):
         ChatClient(LLMConfig(name="x", reader=None, model="gpt-4o")).complete(HI)
     with pytest.raises(LLMError, match="llm.api_key_env names MY_UNSET_VAR, which is not set"):  # also a gateway's
         ChatClient(settings("http://127.0.0.1:9/v1", api_key_env="MY_UNSET_VAR")).complete(HI)
-    assert ChatClient(settings("http://127.0.0.1:9/v1", api_key_env=""))._api_key() == "not-needed"  # as null
+    assert api_key(settings("http://127.0.0.1:9/v1", api_key_env="")) == "not-needed"  # as null
 
 
 def test_a_refused_request_is_not_retried_and_says_why():
