@@ -66,7 +66,7 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
     examples: list[Example] = []
     seen: dict[str, int] = {}
     records = list(records)
-    with_ids = any(not _no_id(r.get("id")) for r in records)  # else every row is known by its number
+    with_ids = any(not _blank(r.get("id")) for r in records)  # else every row is known by its number
     for row_number, record in enumerate(records, start=1):
         report.rows_read += 1
         where = f"{source}, row {row_number}"
@@ -101,8 +101,8 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
         if problem is None and relation is not None and relations is not None and relation not in relations:
             problem = (f"{where}, field 'relation': unknown label {relation!r}; known: {list(relations)}",
                        "unknown relation")
-        example_id = str(row_number if _no_id(record.get("id")) else record["id"]).strip()
-        if problem is None and with_ids and _no_id(record.get("id")):
+        example_id = str(row_number if _blank(record.get("id")) else record["id"]).strip()
+        if problem is None and with_ids and _blank(record.get("id")):
             problem = (f"{where}, field 'id': missing, where other rows have one (give every row an id, or none)",
                        "missing id")
         if problem is None and example_id in seen:
@@ -119,7 +119,8 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
     return examples, report
 
 
-def _no_id(value: Any) -> bool:
+def _blank(value: Any) -> bool:
+    """No value: None, a missing cell (NaN), or only whitespace."""
     return value is None or _is_missing(value) or not str(value).strip()
 
 
@@ -246,13 +247,13 @@ def label_keys(labels: list[dict[str, Any]], path: str | Path, join_on: str, rel
     first: dict[str, int] = {}
     for number, label in enumerate(labels, start=1):
         where, key, relation = f"{path}, row {number}", label.get(join_on), label.get("relation")
-        if key is None or _is_missing(key) or not str(key).strip():
+        if _blank(key):
             raise DataError(f"{where}, field {join_on!r}: missing; every label names the example it labels")
         key = str(key).strip()
         if key in first:
             raise DataError(f"{where}, field {join_on!r}: {key!r} is labelled twice (first at row {first[key]}); "
                             "keep one label per example")
-        relation = None if relation is None or _is_missing(relation) or not str(relation).strip() else str(relation)
+        relation = None if _blank(relation) else str(relation)
         if relation is not None and relations is not None and relation not in relations:
             raise DataError(f"{where}, field 'relation': unknown label {relation!r}; known: {list(relations)}")
         first[key], by_key[key] = number, relation
