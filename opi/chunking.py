@@ -14,7 +14,6 @@ from opi.sentences import Sentence, overlapping_sentences
 PAPER_SEPARATORS = ["\n\n", "\n", r"(?<=[.?!])\s+", " "]
 # text without spaces: after a sentence's end (also the ideographic 。！？), then anywhere
 CHARACTER_SEPARATORS = ["\n\n", "\n", r"(?<=[.?!])\s+", r"(?<=[。！？])", " ", ""]
-LENGTHS = {"words": lambda text: word_count(text), "characters": len}
 
 
 @dataclass(frozen=True)
@@ -29,6 +28,9 @@ class Chunk:
 
 def word_count(text: str) -> int:
     return len(text.split())
+
+
+LENGTHS = {"words": word_count, "characters": len}  # what chunking.length measures
 
 
 def document_id(article: str) -> str:

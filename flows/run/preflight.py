@@ -23,6 +23,7 @@ from opi.data import DataError
 from opi.llm.client import api_key
 from opi.relations import gold_source
 from opi.schemas import OPIConfig
+from opi.chunking import word_count
 from opi.sentences import UNSPACED_LANGUAGES, has_rules
 
 log = logging.getLogger("opi")
@@ -77,8 +78,8 @@ def warn_unspaced(config: OPIConfig, data: Data) -> None:
     """Articles with far fewer words than characters (Chinese, Japanese, Thai) counted in words: said once."""
     if config.chunking.length == "characters":
         return
-    unspaced = [(len(text.split()), len(text)) for text in data.contexts
-                if len(text) > 200 and len(text.split()) * UNSPACED_RATIO < len(text)]
+    counted = [(word_count(text), len(text)) for text in data.contexts if len(text) > 200]
+    unspaced = [(words, characters) for words, characters in counted if words * UNSPACED_RATIO < characters]
     if unspaced:
         words, characters = unspaced[0]
         notice_once(f"{len(unspaced)} of {len(data.contexts)} articles have far fewer words than characters (e.g. "
