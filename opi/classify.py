@@ -13,13 +13,14 @@ retriever configuration in a sweep.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Optional, Sequence
 
 
 from opi.relations import UNKNOWN, RelationSet, Triple
-from opi.schemas import EmbeddingConfig
+from opi.schemas import EmbeddingConfig, EmbeddingOverride
 
 __all__ = ["Triple", "TrainingSet", "LocalRelationClassifier", "LLMRelationClassifier", "CrossFitted",
            "parse_relation", "relation_pipeline"]
@@ -55,7 +56,7 @@ FAMILIES = ("logreg", "linear_svc")
 
 def relation_pipeline(family: str = "logreg", C: float = 30.0, seed: int = 0,
                       embedding_model: str = EmbeddingConfig.model, device: str = EmbeddingConfig.device,
-                      question_words: bool = False):
+                      question_words: bool = False, settings: dict | None = None):
     """Question and answer embeddings (+ question word 1-2-grams, TF-IDF, with ``question_words``) -> a linear
     classifier."""
     from sklearn.compose import ColumnTransformer
@@ -71,12 +72,20 @@ def relation_pipeline(family: str = "logreg", C: float = 30.0, seed: int = 0,
     features = ColumnTransformer([
         *([("question_words", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True), "question")]
           if question_words else []),
-        ("question_embedding", SentenceEmbeddingFeatures(embedding_model, device), "question"),
-        ("answer_embedding", SentenceEmbeddingFeatures(embedding_model, device), "answer"),
+        ("question_embedding", SentenceEmbeddingFeatures(embedding_model, device, settings), "question"),
+        ("answer_embedding", SentenceEmbeddingFeatures(embedding_model, device, settings), "answer"),
     ])
     model = (LogisticRegression(C=C, max_iter=3000, random_state=seed) if family == "logreg"
              else LinearSVC(C=C / 30, max_iter=20000, random_state=seed))
     return Pipeline([("features", features), ("classifier", model)])
+
+
+def endpoint_settings(embedding: EmbeddingConfig) -> dict | None:
+    """What the features need beyond a model name: an endpoint's settings (a local model is its name and device,
+    so a fitted pipeline pickles small and reloads anywhere the model is installed)."""
+    if embedding.provider == "sentence-transformers":
+        return None
+    return {k: v for k, v in dataclasses.asdict(embedding).items() if k != "api_key_env" or v}
 
 
 def triples_frame(triples: Sequence[Triple]):
@@ -102,7 +111,8 @@ class LocalRelationClassifier:
     registered: Optional[str] = None  # a registered model (models:/name@alias): applied as it is, no training
     train_path: Optional[str] = None  # a labelled file (context, question, answer, relation) to train on instead
     seed: int = 0
-    embedding: Any = field(default=None, repr=False)  # the run's EmbeddingConfig (the features' model)
+    # the features' embedding model (unset settings: the run's embedding); at run time, the resolved EmbeddingConfig
+    embedding: EmbeddingOverride = field(default_factory=EmbeddingOverride)
     pipeline: Any = field(default=None, repr=False)
 
     def __post_init__(self):
@@ -117,9 +127,11 @@ class LocalRelationClassifier:
     def fit(self, triples: Sequence[Triple], labels: Sequence[str]) -> "LocalRelationClassifier":
         if len(set(labels)) < 2:
             raise ValueError("the relation classifier needs training examples of at least two relations")
-        embedding = self.embedding or EmbeddingConfig()
+        from opi.embeddings import resolved
+
+        embedding = resolved(EmbeddingConfig(), self.embedding)
         self.pipeline = relation_pipeline(self.family, self.C, self.seed, embedding.model, embedding.device,
-                                          self.question_words)
+                                          self.question_words, endpoint_settings(embedding))
         self.pipeline.fit(triples_frame(triples), list(labels))
         self.fitted = True
         return self

@@ -61,6 +61,11 @@ class Single:
         (ranking,) = rankings
         return Retrieved(ranking.chunk_ids, tuple(sentences_of(ranking.chunk_ids)))
 
+    def ranking(self, deep: Sequence[Ranking], cut: Sequence[Ranking]) -> Ranking | None:
+        """The configuration's ranking beyond ``k`` (what rank-aware metrics read): the retriever's, uncut."""
+        (ranking,) = deep
+        return ranking
+
 
 def _check_members(name: str, members: Sequence[str], weights: Sequence[float] | None = None) -> None:
     if len(members) < 2:
@@ -93,6 +98,10 @@ class RankFusion:
         fused = reciprocal_rank_fusion(rankings, self.weights, self.c, self.k)
         return Retrieved(fused.chunk_ids, tuple(sentences_of(fused.chunk_ids)))
 
+    def ranking(self, deep: Sequence[Ranking], cut: Sequence[Ranking]) -> Ranking | None:
+        """Every chunk the members' top k hold, in fused order (its first ``k`` are what ``combine`` hands on)."""
+        return reciprocal_rank_fusion(cut, self.weights, self.c, None)
+
 
 @dataclass
 class SentenceUnion:
@@ -104,6 +113,10 @@ class SentenceUnion:
 
     def __post_init__(self):
         _check_members(self.name, self.members)
+
+    def ranking(self, deep: Sequence[Ranking], cut: Sequence[Ranking]) -> Ranking | None:
+        """None: a union of sentences has no rank order (rank-aware metrics read the members' rankings)."""
+        return None
 
     def combine(self, rankings: Sequence[Ranking], sentences_of: SentencesOf) -> Retrieved:
         chunk_ids = tuple(dict.fromkeys(i for r in rankings for i in r.chunk_ids))

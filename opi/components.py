@@ -17,7 +17,7 @@ from typing import Any
 from omegaconf import MISSING
 
 # Run-time objects handed to components, never part of their config.
-RESOURCES = ("embedder", "embedding", "client", "relation_set", "seed", "pipeline")
+RESOURCES = ("embedder", "client", "relation_set", "seed", "pipeline")
 
 
 def target_of(cls: type) -> str:

@@ -99,9 +99,17 @@ def read_baseline_file(path: str | Path) -> dict[str, dict[str, float]]:
     return {name: {m: float(metrics[m]) for m in GATED} for name, metrics in configurations.items()}
 
 
-def write_baseline_file(path: str | Path, metrics: Mapping[str, Mapping[str, float]], source: str) -> Path:
-    data = {"source": source, "configurations": {name: {m: float(values[m]) for m in GATED}
-                                                 for name, values in sorted(metrics.items())}}
+def baseline_file_yardstick(path: str | Path) -> dict[str, str]:
+    """The yardstick tags a baseline file records (none for a file written before they were)."""
+    data = json.loads(Path(path).read_text())
+    found = data.get("yardstick") if isinstance(data, dict) else None
+    return {k: str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def write_baseline_file(path: str | Path, metrics: Mapping[str, Mapping[str, float]], source: str,
+                        yardstick: Mapping[str, str] | None = None) -> Path:
+    data = {"source": source, **({"yardstick": dict(yardstick)} if yardstick else {}),
+            "configurations": {name: {m: float(values[m]) for m in GATED} for name, values in sorted(metrics.items())}}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(data, indent=2) + "\n")
     return Path(path)

@@ -14,14 +14,19 @@ class SentenceEmbeddingFeatures(TransformerMixin, BaseEstimator):
     It stores only the model's name, so a fitted pipeline pickles small and reloads anywhere the model is installed.
     """
 
-    def __init__(self, model: str = EmbeddingConfig.model, device: str = EmbeddingConfig.device):
+    def __init__(self, model: str = EmbeddingConfig.model, device: str = EmbeddingConfig.device,
+                 settings: dict | None = None):
         self.model = model
         self.device = device
+        self.settings = settings  # an endpoint's settings (EmbeddingConfig fields); None for a local model
 
     def fit(self, texts, y=None) -> "SentenceEmbeddingFeatures":
         return self
 
     def transform(self, texts) -> np.ndarray:
-        from opi.embeddings import shared_embedder
+        from opi.embeddings import embedder_for, shared_embedder
 
-        return shared_embedder(self.model, self.device).encode([str(t) for t in texts])
+        settings = getattr(self, "settings", None)  # a pipeline pickled before endpoints has none
+        embedder = (embedder_for(EmbeddingConfig(**settings)) if settings
+                    else shared_embedder(self.model, self.device))
+        return embedder.encode([str(t) for t in texts])

@@ -12,6 +12,10 @@ LRCR, OPI-1 with bootstrap intervals), ``report.html`` and ``report.md``.
   the shape of the paper's Table 3.
 - ``strengths``: per relation, the best configuration, its margin over the runner-up and whether that margin is
   distinguishable from noise on that relation's examples.
+- ``retrieval`` (where the runs have ``opi.metrics.retrieval``'s columns): nDCG@4 (or the cut-off nearest 4), MRR
+  and recall@k against the gold evidence, with intervals, each configuration tested against the best by nDCG on
+  nDCG and on MRR (Benjamini-Hochberg adjusted, as the OPI table). S- configurations (an unordered union) have
+  recall only; the oracle bound ranks from the gold evidence itself: "perfect by construction", never compared.
 """
 from __future__ import annotations
 
@@ -22,15 +26,17 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from opi.metrics.configuration import answered, configuration_metrics, has_gold_relations
+from opi.metrics.configuration import RANK_METRIC, answered, configuration_metrics, has_gold_relations
 from opi.metrics.opi import beta_key
-from opi.metrics.stats import compare, gap_closed
+from opi.metrics.stats import compare, compare_column, gap_closed
 from opi.schemas import ReportConfig
 
 SHOWN_MEANS = ["lrcr_question_only", "gap_closed", "gap_closed_ci_low", "gap_closed_ci_high",
                "retrieved_sentences_mean", "retrieved_words_mean", "support_recall", "answer_found", "evidence_hit",
                "right_article"]
 ANSWER_SCORES = {"bertsim": "similarity", "correctness": "correctness", "judge_mean": "judge_score"}
+PERFECT = "perfect by construction"  # the oracle's retrieval note: it ranks from the gold evidence
+RECALL_ONLY = "unordered: recall only"
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,10 @@ def display(metric: str) -> str:
     """opi_1 -> OPI-1, opi_0_5 -> OPI-0.5, bertsim -> BERTSim, lrcr -> LRCR."""
     if metric.startswith("opi_"):
         return "OPI-" + metric[4:].replace("_", ".")
-    return {"bertsim": "BERTSim", "lrcr": "LRCR"}.get(metric, metric)
+    for prefix, shown in (("ndcg_at_", "nDCG@"), ("recall_at_", "recall@")):
+        if metric.startswith(prefix):
+            return shown + metric.removeprefix(prefix)
+    return {"bertsim": "BERTSim", "lrcr": "LRCR", "mrr": "MRR"}.get(metric, metric)
 
 
 @dataclass
@@ -82,12 +91,13 @@ class SweepReport:
     labels: dict[str, str]  # configuration -> short label
     rank_by: str  # the metric configurations are ranked and tested on: opi_<β>, or bertsim without gold relations
     relation_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    retrieval: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty: the runs have no retrieval metrics
 
     def write(self, folder: str | Path) -> list[Path]:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         tables = {"overall": self.overall, "per_relation": self.per_relation, "strengths": self.strengths,
-                  "answer_quality": self.answer_quality,
+                  "answer_quality": self.answer_quality, "retrieval": self.retrieval,
                   **{f"relation_{name}": table for name, table in self.relation_tables.items()}}
         paths = []
         for name, table in tables.items():
@@ -140,7 +150,35 @@ class SweepReport:
                      f"best at adjusted p = {upper['p_adjusted']:.3g}); the best closes {best['gap_closed']:.0%} of the "
                      f"gap between them ({s.confidence:.0%} interval {best['gap_closed_ci_low']:.0%}-"
                      f"{best['gap_closed_ci_high']:.0%}).")
-        return text
+        return text + self._retrieval_headline()
+
+    def _retrieval_headline(self) -> str:
+        """One sentence: whose retrieval differs significantly from the best's, whose does not."""
+        t, s = self.retrieval, self.settings.config
+        if t.empty or not (t["ndcg_verdict"] == "best").any():
+            return ""
+        ndcg = retrieval_ndcg(t)
+        best = t[t["ndcg_verdict"] == "best"].iloc[0]
+        tested = t[t["ndcg_p_adjusted"].notna()]
+        differs = (tested["ndcg_p_adjusted"] < s.alpha) | (tested["mrr_p_adjusted"] < s.alpha)
+        untested = [f"{r['configuration']} ({r['note']})" for r in t[t["note"].notna()].to_dict("records")]
+        text = (f" Retrieval against the gold evidence ({display(ndcg)} and MRR, paired permutation tests, "
+                f"Benjamini-Hochberg adjusted, α = {s.alpha}): best **{best['configuration']}** "
+                f"({display(ndcg)} {best[ndcg]:.3f}, MRR {best['mrr']:.3f}); significantly different from it: "
+                f"{', '.join(tested[differs]['configuration']) or 'none'}; not distinguishable: "
+                f"{', '.join(tested[~differs]['configuration']) or 'none'}")
+        return text + (f"; not compared: {', '.join(untested)}." if untested else ".")
+
+    def _retrieval_section(self) -> pd.DataFrame:
+        """The retrieval table as shown: each metric with its interval in one cell."""
+        t = self.retrieval
+        shown = {"configuration": t["configuration"], "n": t["n"]}
+        for metric in [c for c in t.columns if RANK_METRIC.fullmatch(c)]:
+            shown[display(metric)] = [with_interval(v, low, high) for v, low, high in
+                                      zip(t[metric], t[f"{metric}_ci_low"], t[f"{metric}_ci_high"])]
+        for column in ("ndcg_p_adjusted", "ndcg_verdict", "mrr_p_adjusted", "mrr_verdict", "note"):
+            shown[column] = t[column] if column.endswith("_adjusted") else t[column].fillna("")
+        return pd.DataFrame(shown)
 
     def _sections(self) -> list[tuple[str, pd.DataFrame]]:
         shown = ["configuration", *dict.fromkeys(self.metrics), f"{self.rank_by}_ci_low", f"{self.rank_by}_ci_high",
@@ -148,6 +186,10 @@ class SweepReport:
         singles = self.overall[self.overall["kind"] == "single"][shown]
         combinations = self.overall[self.overall["kind"] != "single"][shown]
         sections = [("Overall ranking", self.overall[shown])]
+        if not self.retrieval.empty:
+            title = (f"Retrieval against gold evidence (value and {self.settings.config.confidence:.0%} interval; "
+                     "tested against the best by nDCG)")
+            sections.append((title, self._retrieval_section()))
         if len(singles) and len(combinations):
             sections += [("Single retrievers (the paper's Table 2)", singles),
                          ("Combinations (the paper's Table 4)", combinations)]
@@ -197,10 +239,11 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
     labelled = all(has_gold_relations(c.predictions) for c in configurations)
     key = beta_key(s.beta) if labelled else "bertsim"
     runs = paired_rows(configurations)
-    rows, per_relation = [], []
+    rows, per_relation, metrics_of = [], [], {}
     for c in configurations:
         metrics, table = configuration_metrics(c.predictions, relations, [1.0], s.beta, s.config.confidence,
                                                s.config.resamples, s.seed)
+        metrics_of[c.name] = metrics
         row = {"configuration": c.name, "kind": "bound" if c.bound else c.kind, "bound": c.bound,
                "n": len(c.predictions)}
         for name in dict.fromkeys(["bertsim", "lrcr", key] if labelled else ["bertsim"]):
@@ -215,15 +258,17 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
     overall = _against_best(overall, runs, s, "opi" if labelled else "bertsim")
     overall = _between_bounds(overall, configurations, runs, s, "opi" if labelled else "bertsim")
     labels = {c.name: c.setup for c in configurations}
+    retrieval = _retrieval(configurations, metrics_of, s)
     if not labelled:
-        return SweepReport(overall, pd.DataFrame(), pd.DataFrame(), _answer_quality(overall), s, labels, key)
+        return SweepReport(overall, pd.DataFrame(), pd.DataFrame(), _answer_quality(overall), s, labels, key,
+                           retrieval=retrieval)
     long = pd.concat(per_relation, ignore_index=True)[["configuration", "relation", "n", "bertsim", "lrcr", key]]
     order = overall["configuration"].tolist()
     relation_tables = {metric: long.pivot(index="relation", columns="configuration", values=metric)[order]
                        .reindex([r for r in relations if r in set(long["relation"])])
                        for metric in ("bertsim", "lrcr", key)}
     return SweepReport(overall, long, _strengths(runs, long, s), _answer_quality(overall), s, labels, key,
-                       relation_tables)
+                       relation_tables, retrieval)
 
 
 def paired_rows(configurations: Sequence[Configuration]) -> dict[str, pd.DataFrame]:
@@ -269,6 +314,80 @@ def _against_best(overall: pd.DataFrame, runs: dict[str, pd.DataFrame], s: Repor
     return overall.assign(p_vs_best=[tests[c].p_value if c in tests else np.nan for c in names],
                           p_adjusted=[adjusted.get(c, np.nan) for c in names],
                           verdict=[verdicts[c] for c in names])
+
+
+def retrieval_ndcg(table: pd.DataFrame) -> str | None:
+    """The retrieval table's nDCG column (the cut-off nearest 4), None when no configuration has a ranking."""
+    return next((c for c in table.columns if c.startswith("ndcg_at_") and RANK_METRIC.fullmatch(c)), None)
+
+
+def cut_off(metric: str) -> int:
+    """recall_at_4 -> 4."""
+    return int(metric.rsplit("_", 1)[1])
+
+
+def with_interval(value: float, low: float, high: float) -> str:
+    return "" if pd.isna(value) else f"{value:.3f} ({low:.3f}-{high:.3f})"
+
+
+def _retrieval(configurations: Sequence[Configuration], metrics_of: dict[str, dict[str, float]], s: ReportSettings
+               ) -> pd.DataFrame:
+    """One row per configuration with retrieval metrics: nDCG at the cut-off nearest 4, MRR, recall at each k, with
+    intervals; tested against the best by nDCG."""
+    measured = [c for c in configurations if "retrieval_examples" in metrics_of[c.name]]
+    if not measured:
+        return pd.DataFrame()
+    names = {name for c in measured for name in metrics_of[c.name] if RANK_METRIC.fullmatch(name)}
+    ndcg_ks = [cut_off(n) for n in names if n.startswith("ndcg_at_")]
+    shown = [*([f"ndcg_at_{min(ndcg_ks, key=lambda k: (abs(k - 4), k))}", "mrr"] if ndcg_ks else []),
+             *sorted((n for n in names if n.startswith("recall_at_")), key=cut_off)]
+    rows = []
+    for c in measured:
+        metrics = metrics_of[c.name]
+        row = {"configuration": c.name, "kind": c.kind, "bound": c.bound, "n": int(metrics["retrieval_examples"])}
+        for name in shown:
+            for column in (name, f"{name}_ci_low", f"{name}_ci_high"):
+                row[column] = metrics.get(column, np.nan)
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if not ndcg_ks:
+        return table.assign(ndcg_p_value=np.nan, ndcg_p_adjusted=np.nan, ndcg_verdict=None, mrr_p_value=np.nan,
+                            mrr_p_adjusted=np.nan, mrr_verdict=None, note=RECALL_ONLY)
+    table = table.sort_values(shown[0], ascending=False, kind="stable", na_position="last").reset_index(drop=True)
+    return _retrieval_against_best(table, _common_rows(measured), s, shown[0])
+
+
+def _common_rows(configurations: Sequence[Configuration]) -> dict[str, pd.DataFrame]:
+    """Each configuration's rows on the examples every one of them has (retrieval needs no answer)."""
+    common = set.intersection(*(set(c.predictions["id"]) for c in configurations))
+    return {c.name: c.predictions[c.predictions["id"].isin(common)].reset_index(drop=True) for c in configurations}
+
+
+def _retrieval_against_best(table: pd.DataFrame, runs: dict[str, pd.DataFrame], s: ReportSettings, ndcg: str
+                            ) -> pd.DataFrame:
+    """The best contender by nDCG (bounds never), and every other ranked configuration but the oracle tested
+    against it on nDCG and on MRR: paired permutation p-values, each metric's Benjamini-Hochberg adjusted over its
+    comparisons as in ``_against_best``."""
+    from scipy.stats import false_discovery_control
+
+    ranked = table[table[ndcg].notna()]
+    contenders = ranked[ranked["bound"].isna()]["configuration"].tolist()
+    best = contenders[0] if contenders else None
+    tested = [c for c, bound in zip(ranked["configuration"], ranked["bound"]) if c != best and bound != "upper"]
+    names = table["configuration"]
+    columns = {}
+    for prefix, metric in (("ndcg", ndcg), ("mrr", "mrr")):
+        tests = {c: compare_column(runs[best], runs[c], metric, s.config.alpha, s.config.permutations, s.seed)
+                 for c in (tested if best else [])}
+        adjusted = dict(zip(tests, false_discovery_control([t.p_value for t in tests.values()]) if tests else []))
+        verdicts = {best: "best", **{c: "not distinguishable" if adjusted[c] >= s.config.alpha
+                                     else "lower" if tests[c].difference > 0 else "higher" for c in tests}}
+        columns.update({f"{prefix}_p_value": [tests[c].p_value if c in tests else np.nan for c in names],
+                        f"{prefix}_p_adjusted": [adjusted.get(c, np.nan) for c in names],
+                        f"{prefix}_verdict": [verdicts.get(c) for c in names]})
+    notes = [PERFECT if bound == "upper" else RECALL_ONLY if pd.isna(value) else None
+             for bound, value in zip(table["bound"], table[ndcg])]
+    return table.assign(**columns, note=notes)
 
 
 def _strengths(runs: dict[str, pd.DataFrame], long: pd.DataFrame, s: ReportSettings) -> pd.DataFrame:

@@ -51,6 +51,19 @@ def combine(combination, member_rankings: Sequence[Mapping[str, Ranking]], examp
     return retrieved
 
 
+def evaluated_rankings(combination, deep: Sequence[Mapping[str, Ranking]], cut_: Sequence[Mapping[str, Ranking]],
+                       examples: Sequence[Example]) -> tuple[dict[str, list[Ranking]], bool]:
+    """What the rank-aware retrieval metrics read, per example, and whether it is ordered: the configuration's own
+    ranking (``combination.ranking``), or, for one without an order (S-, or a combination of your own without
+    ``ranking``), the members' rankings."""
+    ranking_of = getattr(combination, "ranking", None)
+    own = {e.id: ranking_of([m[e.id] for m in deep], [m[e.id] for m in cut_]) if ranking_of else None
+           for e in examples}
+    if all(ranking is not None for ranking in own.values()):
+        return {example_id: [ranking] for example_id, ranking in own.items()}, True
+    return {e.id: [m[e.id] for m in deep] for e in examples}, False
+
+
 def sentence_texts(example: Example, articles: Mapping[str, Article], retrieved: Retrieved) -> list[str]:
     article = articles[document_id(example.context)]
     return [article.sentences[i].text for i in retrieved.sentence_ids]

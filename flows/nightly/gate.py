@@ -23,10 +23,12 @@ from flows.orchestration.server import OrchestrationError, ensure_api, prefect_a
 from flows.run.config import compose_config
 from flows.run.errors import CommandError
 from flows.tracking.store import existing_store
-from flows.tracking.sweeps import child_predictions, children, existing_run
+from flows.tracking.sweeps import child_predictions, children, configuration_names, existing_run, yardsticks
 from opi.data import DataError
-from opi.regression import ALPHA, TOLERANCE, explain, failed, judge, read_baseline_file, write_baseline_file
-from opi.schemas import TrackingConfig
+from opi.regression import (ALPHA, TOLERANCE, baseline_file_yardstick, explain, failed, judge, read_baseline_file,
+                            write_baseline_file)
+from opi.schemas import MetricsConfig, TrackingConfig
+from opi.yardstick import mixed, yardstick_tags
 
 log = logging.getLogger("opi")
 
@@ -35,11 +37,21 @@ class Regression(Exception):
     """Tonight's run is worse than the baseline."""
 
 
-def tracking_config(overrides: list[str]) -> TrackingConfig:
-    """The tracking settings the sweep will use (composed from the same overrides, so they always agree)."""
-    sweep_only = ("hydra.", "setup=")  # sweep settings are Hydra's business, not the tracking config's
+def planned(overrides: list[str]) -> tuple[TrackingConfig, dict[str, str]]:
+    """The tracking settings and the yardstick the sweep will use (composed from the same overrides, so they always
+    agree)."""
+    sweep_only = ("hydra.", "setup=")  # sweep settings are Hydra's business, not these
     cfg = compose_config(["experiment=nightly", *[o for o in overrides if not o.startswith(sweep_only)]])
-    return OmegaConf.to_object(cfg.tracking)
+    metrics: MetricsConfig = OmegaConf.to_object(cfg.metrics)
+    return OmegaConf.to_object(cfg.tracking), yardstick_tags(metrics.similarity)
+
+
+def same_yardstick(tonight: dict[str, str], baseline: dict[str, dict[str, str]], name: str) -> None:
+    """Tonight's BERTSim is judged against the baseline's only if both were measured with the same model."""
+    clash = mixed({"tonight": tonight, **{f"baseline {n}": tags for n, tags in baseline.items()}},
+                  f"tonight's sweep and the baseline ({name})")
+    if clash:
+        raise CommandError(clash)
 
 
 @task(name="nightly-sweep")
@@ -60,7 +72,8 @@ def labelled_sweep(client: MlflowClient, experiment_id: str, label: str) -> str:
 def sweep_results(client: MlflowClient, parent: str) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """(configuration -> metrics, configuration -> predictions) of a sweep's children."""
     runs = children(client, parent)
-    metrics = {run.info.run_name: dict(run.data.metrics) for run in runs}
+    names = configuration_names(runs)
+    metrics = {names[run.info.run_id]: dict(run.data.metrics) for run in runs}
     rows = {name: frame for name, (_, frame) in child_predictions(client, parent, runs).items()}
     return metrics, rows
 
@@ -72,11 +85,12 @@ def champion(client: MlflowClient, experiment_id: str) -> str | None:
 
 
 def load_baseline(client: MlflowClient, experiment_id: str | None, baseline: str):
-    """(name, metrics, predictions or None) for 'champion', a parent run id or a json file; None if no champion.
-    ``experiment_id`` is None on a first night, when the store has no experiment (and so no run) yet."""
+    """(name, metrics, predictions or None, yardstick tags by configuration) for 'champion', a parent run id or a
+    json file; None if no champion. ``experiment_id`` is None on a first night, when the store has no experiment
+    (and so no run) yet."""
     if baseline.endswith(".json"):
         try:
-            return baseline, read_baseline_file(baseline), None
+            return baseline, read_baseline_file(baseline), None, {"file": baseline_file_yardstick(baseline)}
         except DataError as err:
             raise CommandError(str(err)) from None
     if baseline == CHAMPION:
@@ -91,7 +105,7 @@ def load_baseline(client: MlflowClient, experiment_id: str | None, baseline: str
     metrics, rows = sweep_results(client, run_id)
     if not metrics:
         raise CommandError(f"baseline run {run_id} has no configuration runs under it: is it a sweep's parent run?")
-    return f"run {run_id}", metrics, rows
+    return f"run {run_id}", metrics, rows, yardsticks(children(client, run_id))
 
 
 def promote(client: MlflowClient, experiment_id: str, parent: str) -> None:
@@ -115,11 +129,13 @@ def nightly(overrides: list[str] | None = None, baseline: str = CHAMPION, promot
             tolerance: float = TOLERANCE, alpha: float = ALPHA) -> dict[str, Any]:
     """Run the nightly configuration set, judge it against the baseline, fail on a regression."""
     overrides = list(overrides or [])
-    tracking = tracking_config(overrides)
+    tracking, yardstick = planned(overrides)
     label = f"nightly-{uuid.uuid4().hex[:12]}"
     client = MlflowClient(tracking.tracking_uri)
     found = client.get_experiment_by_name(tracking.experiment)
     reference = load_baseline(client, found.experiment_id if found else None, baseline)  # before the sweep spends
+    if reference is not None:
+        same_yardstick(yardstick, reference[3], reference[0])
     run_sweep(overrides, label)
     experiment_id = client.get_experiment_by_name(tracking.experiment).experiment_id
     parent = labelled_sweep(client, experiment_id, label)
@@ -130,7 +146,7 @@ def nightly(overrides: list[str] | None = None, baseline: str = CHAMPION, promot
         if promote_on_pass:
             promote(client, experiment_id, parent)
         return {"parent": parent, "regression": None, "baseline": None}
-    name, base_metrics, base_rows = reference
+    name, base_metrics, base_rows, _ = reference
     metrics, rows = sweep_results(client, parent)
     verdicts = judge(metrics, base_metrics, rows, base_rows, tolerance, alpha)
     regression = not failed(verdicts).empty
@@ -152,7 +168,8 @@ def export_baseline(tracking_uri: str, experiment: str, sweep: str | None, out: 
     if sweep is None:
         raise CommandError("no champion run to export: pass --sweep <parent run id>")
     metrics, _ = sweep_results(client, sweep)
-    log.info("wrote %s", write_baseline_file(out, metrics, f"mlflow run {sweep}"))
+    yardstick = next(iter(yardsticks(children(client, sweep)).values()), None)
+    log.info("wrote %s", write_baseline_file(out, metrics, f"mlflow run {sweep}", yardstick))
 
 
 def promote_by_hand(tracking_uri: str, experiment: str, sweep: str) -> None:

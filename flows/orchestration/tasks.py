@@ -20,12 +20,13 @@ from flows.orchestration.code import code_version
 from opi import components
 from opi.articles import prepare_articles
 from opi.classify import CrossFitted, TrainingSet
-from opi.embeddings import shared_embedder
+from opi.embeddings import embedder_for
 from opi.metrics.correctness import AnswerCorrectness
 from opi.metrics.extrinsic import LLMJudge
 from opi.metrics.opi import cosine_rows
 from opi.relations import Triple, load_relation_set
 from opi.report import build_report
+from opi.rerankers import rerank_examples
 from opi.retrieval import rank_examples
 from opi.schemas import ChunkingConfig, EmbeddingConfig, LLMConfig, MetricsConfig
 
@@ -33,6 +34,7 @@ from opi.schemas import ChunkingConfig, EmbeddingConfig, LLMConfig, MetricsConfi
 USES = {
     "chunk-articles": ("opi.articles",),
     "rank": ("opi.retrieval", "opi.embeddings"),
+    "rerank": ("opi.rerankers", "opi.llm.client"),
     "answer": ("opi.embeddings", "opi.llm.client"),
     "classify": ("opi.classify", "opi.relation_features", "opi.embeddings", "opi.llm.client"),
     "classifier-accuracy": ("opi.classify", "opi.relation_features", "opi.embeddings"),
@@ -49,8 +51,8 @@ def code_for(task_fn, *used: Any) -> str:
 
 @dataclass(frozen=True)
 class StageContext:
-    """What the relation stages need besides their inputs: the run's embedding model, label set, seed and LLM call
-    cache."""
+    """What the relation stages need besides their inputs: the classifier's embedding model (resolved against the
+    run's), label set, seed and LLM call cache."""
 
     embedding: EmbeddingConfig
     relation_set: str
@@ -66,10 +68,6 @@ class RegisteredModel:
     location: str
 
 
-def embedder_for(embedding: EmbeddingConfig):
-    return shared_embedder(embedding.model, embedding.device, embedding.batch_size, embedding.backend)
-
-
 @task(name="chunk-articles")
 def chunk_articles(contexts: list[str], chunking: ChunkingConfig, language: str, code: str):
     return prepare_articles(contexts, chunking.size, chunking.overlap, chunking.length, language)
@@ -77,15 +75,41 @@ def chunk_articles(contexts: list[str], chunking: ChunkingConfig, language: str,
 
 @task(name="rank")
 def rank(retriever, depth: int, examples: list, articles: dict, embedding: EmbeddingConfig, code: str):
-    """Each example's ranking to ``depth``: one ranking serves every ``k`` up to it."""
+    """Each example's ranking to ``depth``: one ranking serves every ``k`` up to it. ``embedding``: the retriever's
+    (its own settings over the run's)."""
     return rank_examples(components.with_resources(retriever, embedder=embedder_for(embedding)), examples, articles,
                          depth)
+
+
+def asks_llm(reranker) -> bool:
+    """Whether the reranker sends requests through the run's LLM endpoint (it takes the ``client`` resource)."""
+    return "client" in components.accepted(type(reranker), ["client"])
+
+
+@task(name="rerank")
+def rerank(reranker, pools: dict, examples: list, articles: dict, llm: LLMConfig | None, llm_cache: str | None,
+           model_key: str | None, code: str) -> dict[str, Any]:
+    """Each example's candidate chunks (``pools``) reranked, what the reranker was asked (pairs, candidates left
+    unscored) and its LLM usage. ``llm``, ``llm_cache``: None for a reranker that asks no LLM; ``model_key`` (for
+    the cache key only): its model's content, where it has one."""
+    client = client_for(llm, llm_cache, model=getattr(reranker, "model", None)) if llm is not None else None
+    model = components.with_resources(reranker, client=client)
+    pairs = sum(len(pool.chunk_ids) for pool in pools.values())
+    if client is None:
+        rankings, unscored = rerank_examples(model, pools, examples, articles)
+    else:
+        bar, update = progress_bar(pairs, f"rerank ({getattr(reranker, 'name', type(reranker).__name__)})", client)
+        with bar:
+            rankings, unscored = rerank_examples(model, pools, examples, articles, update)
+    counts = {"rerank_pairs": float(pairs), "rerank_unscored": float(unscored)}
+    return {"rankings": rankings, "counts": counts,
+            "usage": client.usage.as_metrics("llm_rerank") if client is not None else {}}
 
 
 @task(name="answer")
 def answer(llm: LLMConfig, questions: list[str], sentence_lists: list[list[str]], embedding: EmbeddingConfig,
            llm_cache: str, code: str) -> dict[str, Any]:
-    """Answers and the LLM usage they cost (calls, cache hits, retries, tokens, cost)."""
+    """Answers and the LLM usage they cost (calls, cache hits, retries, tokens, cost); ``embedding``: the reader's."""
     client = client_for(llm, llm_cache) if llm.endpoint else None
     reader = components.with_resources(llm.reader, embedder=embedder_for(embedding), client=client)
     if client is None:
@@ -160,7 +184,8 @@ def classifier_accuracy(classifier, training: TrainingSet, context: StageContext
 @task(name="answer-similarity")
 def answer_similarity(gold: list[str], generated: list[str | None], embedding: EmbeddingConfig, code: str
                       ) -> list[float]:
-    """Cosine of each gold and generated answer's embeddings; NaN where there is no answer."""
+    """Cosine of each gold and generated answer's embeddings by the yardstick (``metrics.similarity``); NaN where
+    there is no answer."""
     embedder = embedder_for(embedding)
     given = [i for i, answer in enumerate(generated) if answer is not None]
     cosines = cosine_rows(embedder.encode([gold[i] for i in given], normalize=False),

@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from flows.run.errors import EXIT_USER_ERROR, composed
 from opi import components
+from opi.rerankers import reranks
 from opi.secrets import settings_problem
 from opi.schemas import (ChunkingConfig, DatasetConfig, EmbeddingConfig, LLMConfig, MetricsConfig, OPIConfig,
                          OrchestrationConfig, RelationsConfig, ReportConfig, TrackingConfig, TrainConfig)
@@ -35,7 +36,7 @@ GROUP_SCHEMAS = {"dataset": DatasetConfig, "relations": RelationsConfig, "chunki
                  "embedding": EmbeddingConfig, "llm": LLMConfig, "metrics": MetricsConfig, "tracking": TrackingConfig,
                  "report": ReportConfig, "orchestration": OrchestrationConfig, "train": TrainConfig}
 # component groups: where in each YAML the component sits ("" = the whole file; the llm files hold a reader)
-COMPONENT_GROUPS = {"retriever": "", "combination": "", "classifier": "", "llm": "reader"}
+COMPONENT_GROUPS = {"retriever": "", "combination": "", "rerank": "", "classifier": "", "llm": "reader"}
 
 
 def options(group: str, conf_dir: str = CONF_DIR) -> list[str]:
@@ -100,10 +101,12 @@ def typed(cfg: DictConfig, overridden: list[str] = ()) -> OPIConfig:
     config.retriever = components.check(config.retriever, "retriever")
     config.retrievers = {name: components.check(node, f"retrievers.{name}") for name, node in config.retrievers.items()}
     config.combination = components.check(config.combination, "combination")
+    config.rerank = components.check(config.rerank, "rerank")
     config.classifier = components.check(config.classifier, "classifier")
     config.llm.reader = components.check(config.llm.reader, "llm.reader")
     if not config.single:
         check_members(config, overridden)
+    check_candidates(config)
     check_endpoint(config)
     return config
 
@@ -132,12 +135,30 @@ def check_members(config: OPIConfig, overridden: list[str]) -> None:
                          f"{sorted(config.retrievers)}); add one with +retriever@retrievers.<name>=<option>")
 
 
+def check_candidates(config: OPIConfig) -> None:
+    """A reranker reads at least the chunks the reader gets."""
+    if not reranks(config.rerank):
+        return
+    if config.single:
+        cuts = {"retriever.k": config.retriever.k}
+    elif hasattr(config.combination, "k"):  # A-: the fused ranking is reranked, then cut to the combination's k
+        cuts = {"combination.k": config.combination.k}
+    else:  # S-: each member's candidates are reranked, then cut to its k
+        cuts = {f"retrievers.{name}.k": member.k for name, member in config.members().items()}
+    for where, k in cuts.items():
+        if k is not None and config.rerank.candidates < k:
+            raise ValueError(f"rerank.candidates ({config.rerank.candidates}) is smaller than {where} ({k}): the "
+                             f"reranker would hand on fewer chunks than k; set rerank.candidates>={k}")
+
+
 def check_endpoint(config: OPIConfig) -> None:
     """What sends requests through the LLM endpoint needs one."""
     needs_endpoint = [what for what, needed in [
         (f"the classifier {getattr(config.classifier, 'name', type(config.classifier).__name__)}",
          "client" in components.accepted(type(config.classifier),
                                                                                        ["client"])),
+        (f"the reranker {getattr(config.rerank, 'name', type(config.rerank).__name__)}",
+         reranks(config.rerank) and "client" in components.accepted(type(config.rerank), ["client"])),
         ("metrics.correctness", config.metrics.correctness), ("metrics.judge", config.metrics.judge)] if needed]
     if needs_endpoint and not config.llm.endpoint:
         raise ValueError(f"{' and '.join(needs_endpoint)} send requests through the configured LLM endpoint, and "

@@ -14,11 +14,12 @@ from flows.orchestration.cache import read_kept, keep
 from flows.orchestration.code import code_version
 from flows.orchestration.runners import task_runner
 from flows.orchestration.server import run_flow
-from flows.orchestration.tasks import USES, RegisteredModel, embedder_for
+from flows.orchestration.tasks import USES, RegisteredModel
 from flows.run.data import Data, load_data, training_for, training_key
 from flows.run.identity import describe, effective_settings
 from flows.run.stages import run_stages
 from flows.tracking.registry import resolve_registered
+from opi.embeddings import embedding_counts, use_store
 from opi.schemas import OPIConfig
 
 log = logging.getLogger("opi")
@@ -30,8 +31,9 @@ def result_code(config: OPIConfig) -> str:
     and the flow code that assembles them."""
     used = [module for modules in USES.values() for module in modules if module != "opi.report"]
     files = [*(FLOWS / "run").glob("*.py"), *(FLOWS / "orchestration").glob("*.py")]
-    return code_version(*used, "opi.metrics.configuration", "opi.predictions", *config.members().values(),
-                        config.combination, config.llm.reader, config.classifier, files=files)
+    return code_version(*used, "opi.metrics.configuration", "opi.metrics.retrieval", "opi.predictions",
+                        *config.members().values(),
+                        config.combination, config.rerank, config.llm.reader, config.classifier, files=files)
 
 
 def configuration_key(config: OPIConfig, data: Data, registered: RegisteredModel | None) -> str:
@@ -52,8 +54,8 @@ def run_configuration(config: OPIConfig) -> dict[str, Any]:
     else computed stage by stage (each stage cached on its own inputs, shared with other configurations)."""
     data = load_data(config)
     cache_dir, started = config.paths.cache_dir, time.perf_counter()
-    embedder = embedder_for(config.embedding)  # the process's shared one (on Dask, workers have their own)
-    embedded_before = embedder.texts_embedded
+    use_store(config.paths.embedding_store)  # this process's embedders (on Dask, workers keep vectors in memory)
+    before = embedding_counts()
     registered = resolve_registered(config)
     key = configuration_key(config, data, registered)
     kept = read_kept(cache_dir, key)
@@ -66,13 +68,17 @@ def run_configuration(config: OPIConfig) -> dict[str, Any]:
             keep(cache_dir, key, result)
     log.info("%s: %d of %d stage results reused from the cache%s", describe(config).name, counts["cache_hits"],
              result["stages"], " (the configuration's whole result, one read)" if kept is not None else "")
-    metrics = {**result["metrics"], **counts,
-               # embedding work in this job, and in this process so far (texts run through the model vs distinct)
-               "texts_embedded": embedder.texts_embedded - embedded_before,
-               "embedder_texts_embedded_total": embedder.texts_embedded,
-               "embedder_unique_texts": embedder.unique_texts,
-               "embedder_texts_requested_total": embedder.texts_embedded + embedder.cache_hits}
+    metrics = {**result["metrics"], **counts, **embedding_work(before, embedding_counts())}
     return {"metrics": metrics, "predictions": result["predictions"], "per_relation": result["per_relation"]}
+
+
+def embedding_work(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
+    """Embedding work in this job (texts computed, read from the persistent store), and in this process so far
+    (computed, distinct, asked for)."""
+    return {"texts_embedded": after["computed"] - before["computed"],
+            "texts_from_embedding_store": after["stored"] - before["stored"],
+            "embedder_texts_embedded_total": after["computed"], "embedder_unique_texts": after["unique"],
+            "embedder_texts_requested_total": after["computed"] + after["stored"] + after["memory"]}
 
 
 def unanswered(metrics: dict[str, float]) -> float:

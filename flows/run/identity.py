@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from opi import components
+from opi.rerankers import NoReranker
 from opi.schemas import OPIConfig
 
 
@@ -34,7 +35,8 @@ def describe(config: OPIConfig) -> Identity:
     members = tuple(getattr(r, "name", type(r).__name__) for r in config.members().values())
     setup = members[0] if config.single else config.combination.name
     bound = getattr(config.retriever, "bound", None) if config.single else None
-    return Identity(setup, config.combination.kind, members, " | ".join([setup, config.llm.name,
+    retrieval = setup if isinstance(config.rerank, NoReranker) else f"{setup} > {config.rerank.name}"
+    return Identity(setup, config.combination.kind, members, " | ".join([retrieval, config.llm.name,
                                                                          *classifier_names(config)]), bound)
 
 
@@ -52,7 +54,12 @@ def settings_of(component: Any) -> dict[str, Any]:
                   if f.init and f.name not in components.RESOURCES}
     else:
         values = {k: v for k, v in vars(component).items() if not k.startswith("_") and k not in components.RESOURCES}
-    return {"_target_": components.target_of(type(component)), **plain(values)}
+    settings = plain(values)
+    if isinstance(settings.get("embedding"), dict):  # a component's own embedding: only the settings it gives
+        given = {k: v for k, v in settings.pop("embedding").items() if v is not None}
+        if given:
+            settings["embedding"] = given
+    return {"_target_": components.target_of(type(component)), **settings}
 
 
 def plain(value: Any) -> Any:
@@ -79,6 +86,7 @@ def effective_settings(config: OPIConfig) -> dict[str, Any]:
         settings["retrievers"] = members
         settings.pop("retriever")
     settings["combination"] = settings_of(config.combination)
+    settings["rerank"] = settings_of(config.rerank)
     settings["classifier"] = settings_of(config.classifier)
     settings["llm"] = {**plain(config.llm), "reader": settings_of(config.llm.reader)}
     settings = {name: plain(value) for name, value in settings.items()}

@@ -12,8 +12,10 @@ from hydra.core.hydra_config import HydraConfig
 from flows.run.identity import describe, effective_settings
 from flows.run.redaction import scrub_files
 from flows.tracking.runs import log_run
+from opi.embeddings import resolved
 from opi.llm.prompts import load_prompt
 from opi.schemas import OPIConfig
+from opi.yardstick import yardstick_tags
 
 log = logging.getLogger("opi")
 
@@ -37,6 +39,15 @@ def prompt_tags(config: OPIConfig) -> dict[str, str]:
     return tags
 
 
+def embedding_tags(config: OPIConfig) -> dict[str, str]:
+    """The yardstick BERTSim was measured with, and the embedding model of each component that embeds."""
+    users = {**{f"retriever.{name}": member for name, member in config.members().items()},
+             "reader": config.llm.reader, "classifier": config.classifier}
+    models = {f"opi.embedding.{role}": resolved(config.embedding, component.embedding).model
+              for role, component in users.items() if hasattr(component, "embedding")}
+    return {**yardstick_tags(config.metrics.similarity), **models}
+
+
 def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
     """Write-then-rename: a run killed mid-write leaves no half file under a final name."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # one name per writer
@@ -56,5 +67,5 @@ def record(config: OPIConfig, result: dict) -> None:
         identity = describe(config)
         run_id = log_run(config.tracking, identity.name, effective_settings(config), result["metrics"], tables,
                          {"opi.role": "configuration", "gold_relation_source": config.relations.gold,
-                          **identity.tags(), **prompt_tags(config)})
+                          **identity.tags(), **prompt_tags(config), **embedding_tags(config)})
         log.info("MLflow run %s", run_id)

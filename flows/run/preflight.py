@@ -20,9 +20,10 @@ from flows.run.errors import EXIT_USER_ERROR, composed, run_or_explain
 from flows.run.progress import planned_sweep, start_sweep
 from flows.run.store_checks import check_stores
 from opi.data import DataError
-from opi.llm.client import api_key
+from opi.embeddings import resolved
+from opi.llm.client import api_key, check_keys
 from opi.relations import gold_source
-from opi.schemas import OPIConfig
+from opi.schemas import EmbeddingConfig, OPIConfig
 from opi.chunking import word_count
 from opi.sentences import UNSPACED_LANGUAGES, has_rules
 
@@ -89,9 +90,21 @@ def warn_unspaced(config: OPIConfig, data: Data) -> None:
 
 
 def check_key_variable(config: OPIConfig) -> None:
-    """The variable ``llm.api_key_env`` names is set, where the run talks to an endpoint (null: a keyless one)."""
+    """The variables ``llm.api_key_env`` and every embedding endpoint's ``api_key_env`` name are set, where the run
+    talks to an endpoint (null: a keyless one)."""
     if config.llm.endpoint and config.llm.local_server is None:
         api_key(config.llm)
+    check_keys(embedding_settings(config))
+
+
+def embedding_settings(config: OPIConfig) -> dict[str, EmbeddingConfig]:
+    """Every embedding model the run uses, by config path: the run's, the yardstick, components' own."""
+    users = {**({"retriever": config.retriever} if config.single else
+                {f"retrievers.{name}": member for name, member in config.members().items()}),
+             "llm.reader": config.llm.reader, "classifier": config.classifier}
+    return {"embedding": config.embedding, "metrics.similarity": config.metrics.similarity,
+            **{f"{path}.embedding": resolved(config.embedding, component.embedding)
+               for path, component in users.items() if hasattr(component, "embedding")}}
 
 
 def resolve_gold(config: OPIConfig, data: Data) -> OPIConfig:

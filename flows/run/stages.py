@@ -15,12 +15,16 @@ from flows.orchestration.tasks import RegisteredModel, StageContext, code_for
 from flows.run.data import Data, training_for
 from flows.run.preflight import notice_once
 from opi.articles import Article, corpus_view
+from opi.embeddings import resolved
 from opi.classify import training_warnings
+from opi.combine import Single
 from opi.llm.faults import LLMError
 from opi.metrics.configuration import configuration_metrics, usage_totals
 from opi.predictions import prediction_rows, with_scores
 from opi.relations import UNKNOWN, Triple
-from opi.retrieval import combine, cut, sentence_texts
+from opi.metrics.retrieval import retrieval_columns
+from opi.rerankers import candidate_pools, reranks
+from opi.retrieval import combine, cut, evaluated_rankings, sentence_texts
 from opi.schemas import OPIConfig
 
 log = logging.getLogger("opi")
@@ -49,19 +53,69 @@ def chunked_articles(config: OPIConfig, data: Data, stages: StageCalls) -> dict[
 
 
 def ranking_depth(config: OPIConfig) -> int:
-    """How deep the members' rankings are computed: ``retrieval.depth``, or deeper for a member's larger ``k``."""
-    return max(config.retrieval.depth, *(member.k for member in config.members().values()))
+    """How deep the members' rankings are computed: ``retrieval.depth``, or deeper for a member's larger ``k``, the
+    deepest cut-off of the retrieval metrics or the reranker's ``candidates``."""
+    candidates = [config.rerank.candidates] if reranks(config.rerank) else []
+    return max(config.retrieval.depth, *config.metrics.retrieval_k, *(m.k for m in config.members().values()),
+               *candidates)
 
 
-def retrieve(config: OPIConfig, data: Data, articles: dict[str, Article], stages: StageCalls) -> dict:
+def retrieve(config: OPIConfig, data: Data, articles: dict[str, Article], stages: StageCalls
+             ) -> tuple[dict, dict[str, list], dict[str, float]]:
     """Each example's retrieved chunks and complete sentences: member rankings (cached per member's settings, so
-    kNN alone and kNN inside A-Four share work, whatever their k), each cut to its member's k, combined."""
+    kNN alone and kNN inside A-Four share work, whatever their k), reranked (``rerank``), each cut to its member's
+    k, combined; the rank-aware retrieval metrics of each example against its gold evidence (none without
+    evidence), read from the rankings the reader's chunks come from; and the reranker's counts and LLM usage."""
     depth, members = ranking_depth(config), list(config.members().values())
     rankings = stages.call_many("retrieval", tasks.rank, *[
-        (member, depth, data.examples, articles, config.embedding, code_for(tasks.rank, member))
+        (member, depth, data.examples, articles, own_embedding(config, member), code_for(tasks.rank, member))
         for member in members])
-    return combine(config.combination, [cut(ranked, member.k) for ranked, member in zip(rankings, members)],
-                   data.examples, articles)
+    combination, ks, reranking = config.combination, [member.k for member in members], {}
+    if reranks(config.rerank):
+        combination, rankings, ks, reranking = reranked_retrieval(config, data, articles, rankings, stages)
+    cuts = [cut(ranked, k) for ranked, k in zip(rankings, ks)]
+    evaluated, ordered = evaluated_rankings(combination, rankings, cuts, data.examples)
+    columns = retrieval_columns(data.examples, evaluated, articles, config.metrics.retrieval_k, ordered)
+    scores = {name: values for name, values in columns.items() if any(v is not None for v in values)}
+    return combine(combination, cuts, data.examples, articles), scores, reranking
+
+
+def reranked_retrieval(config: OPIConfig, data: Data, articles: dict[str, Article], rankings: list,
+                       stages: StageCalls) -> tuple[Any, list, list, dict[str, float]]:
+    """The combination, rankings and cuts that apply once the reranker has read the candidates: for a combination
+    with an order of its own (A-), its fused candidates reranked, handed on as one ranking cut to its k; else
+    (single, S-) each member's candidates reranked, cut to the member's k. With the reranker's counts and usage."""
+    candidates = config.rerank.candidates
+    pools = None if config.single else candidate_pools(config.combination, rankings, candidates)
+    if pools is not None:
+        (fused,), reranking = rerank_stage(config, [pools], data, articles, stages)
+        return Single(), [fused], [getattr(config.combination, "k", None)], reranking
+    reranked, reranking = rerank_stage(config, [cut(ranked, candidates) for ranked in rankings], data, articles,
+                                       stages)
+    return config.combination, reranked, [member.k for member in config.members().values()], reranking
+
+
+def rerank_stage(config: OPIConfig, pools: list[dict], data: Data, articles: dict[str, Article],
+                 stages: StageCalls) -> tuple[list[dict], dict[str, float]]:
+    """Each list of candidates (by example id) reranked by a cached task call: one per member of an S-
+    combination, so kNN's reranked candidates serve kNN alone too. A reranker that asks the LLM is run every time
+    (its replies are in the LLM call cache, which alone knows which were no answer)."""
+    reranker = config.rerank
+    asks_llm = tasks.asks_llm(reranker)
+    llm, llm_cache = (config.llm, config.paths.llm_cache) if asks_llm else (None, None)
+    model_key = reranker.content_key() if hasattr(reranker, "content_key") else None
+    results = stages.call_many("rerank", tasks.rerank, *[
+        (reranker, hashed(pool), data.examples, articles, llm, llm_cache, model_key,
+         code_for(tasks.rerank, reranker)) for pool in pools], kept=not asks_llm)
+    reranking: dict[str, float] = {}
+    for result in results:
+        reranking = added(reranking, {**result["counts"], **result["usage"]})
+    return [result["rankings"] for result in results], reranking
+
+
+def own_embedding(config: OPIConfig, component):
+    """The embedding model ``component`` uses: its own ``embedding`` settings over the run's ``embedding``."""
+    return resolved(config.embedding, getattr(component, "embedding", None))
 
 
 def relation_stages(config: OPIConfig, data: Data, applied: list, registered: RegisteredModel | None,
@@ -73,7 +127,8 @@ def relation_stages(config: OPIConfig, data: Data, applied: list, registered: Re
         return {"examples": [dataclasses.replace(e, relation=None) for e in examples],
                 "predicted": [None] * len(examples), "question_only": None, "metrics": {}, "usage": {}}
     training = training_for(config, data)
-    context = StageContext(config.embedding, config.relations.set, config.seed, config.paths.llm_cache)
+    context = StageContext(own_embedding(config, config.classifier), config.relations.set, config.seed,
+                           config.paths.llm_cache)
     code, ids = code_for(tasks.classify, config.classifier), [e.id for e in examples]
 
     asks_llm = not getattr(config.classifier, "trains", False) and registered is None
@@ -116,11 +171,12 @@ def run_stages(config: OPIConfig, data: Data, registered: RegisteredModel | None
     examples, llm_cache = data.examples, config.paths.llm_cache
     stages = StageCalls(config.paths.cache_dir, quote_inputs=config.orchestration.runner == "threads")
     articles = chunked_articles(config, data, stages)
-    retrieved = retrieve(config, data, articles, stages)
+    retrieved, retrieval_scores, reranking = retrieve(config, data, articles, stages)
     texts = [sentence_texts(e, articles, retrieved[e.id]) for e in examples]
     questions, truths = [e.question for e in examples], [e.answer for e in examples]
-    generation = stages.call("generation", tasks.answer, config.llm, questions, texts, config.embedding, llm_cache,
-                             code_for(tasks.answer, config.llm.reader), kept=not config.llm.endpoint)
+    generation = stages.call("generation", tasks.answer, config.llm, questions, texts,
+                             own_embedding(config, config.llm.reader), llm_cache, code_for(tasks.answer, config.llm.reader),
+                             kept=not config.llm.endpoint)
     answers = generation["answers"]
     if all(a is None for a in answers):
         raise LLMError(f"{config.llm.name} gave no answer to any of the {len(answers)} questions (every reply was "
@@ -128,12 +184,13 @@ def run_stages(config: OPIConfig, data: Data, registered: RegisteredModel | None
     applied = [Triple(" ".join(t), e.question, a) if a is not None else None
                for e, t, a in zip(examples, texts, answers)]
     relations = relation_stages(config, data, applied, registered, stages)
-    similarities = stages.call("scoring", tasks.answer_similarity, truths, answers, config.embedding,
+    similarities = stages.call("scoring", tasks.answer_similarity, truths, answers, config.metrics.similarity,
                                code_for(tasks.answer_similarity))
     rows = prediction_rows(relations["examples"], retrieved, texts, answers, relations["predicted"], similarities,
                            articles, corpus=config.retrieval.scope == "corpus")
     if relations["question_only"] is not None:
         rows["predicted_relation_question_only"] = relations["question_only"]
+    rows = with_scores(rows, retrieval_scores)
     quality = {"columns": {}, "counts": {}, "usage": {}}
     if config.metrics.correctness or config.metrics.judge:
         quality = stages.call("answer-metrics", tasks.answer_quality, config.metrics, config.llm, questions, truths,
@@ -142,7 +199,7 @@ def run_stages(config: OPIConfig, data: Data, registered: RegisteredModel | None
     metrics, table = configuration_metrics(rows, data.relation_set.labels, config.metrics.betas,
                                            config.metrics.beta, config.report.confidence, config.report.resamples,
                                            config.seed)
-    usage = {**generation["usage"], **relations["usage"], **quality["usage"]}
+    usage = {**reranking, **generation["usage"], **relations["usage"], **quality["usage"]}
     metrics.update({**relations["metrics"], **quality["counts"], **usage, **usage_totals(usage),
                     "rows_dropped": float(sum(data.report.dropped.values()))})
     return ({"metrics": metrics, "predictions": rows, "per_relation": table, "stages": stages.hits + stages.misses},

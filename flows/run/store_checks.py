@@ -1,6 +1,6 @@
-"""Where a run writes (the MLflow store, its artifacts, the stage cache, the LLM call cache), checked before any
-work: a folder that is a file, a read-only store, a damaged SQLite file or a nearly full disk is one line naming
-the file and the fix, not a traceback after the stages ran."""
+"""Where a run writes (the MLflow store, its artifacts, the stage cache, the LLM call cache, the embedding store),
+checked before any work: a folder that is a file, a read-only store, a damaged SQLite file or a nearly full disk is
+one line naming the file and the fix, not a traceback after the stages ran."""
 from __future__ import annotations
 
 import os
@@ -64,6 +64,7 @@ _INTACT: set[tuple[str, int, int]] = set()
 
 MLFLOW_FIX = "move it away (a new store is made) or restore it from a backup"
 LLM_CACHE_FIX = "move it away or delete it (the replies it kept will be asked again)"
+EMBEDDING_STORE_FIX = "move it away or delete it (the vectors it kept will be computed again)"
 
 
 def stage_cache(folder: Path) -> None:
@@ -81,6 +82,8 @@ def check_stores(config: OPIConfig) -> None:
     stage_cache(Path(config.paths.cache_dir))
     writable_file(Path(config.paths.llm_cache), "paths.llm_cache")
     intact_sqlite(Path(config.paths.llm_cache), "paths.llm_cache", LLM_CACHE_FIX)
+    writable_file(Path(config.paths.embedding_store), "paths.embedding_store")
+    intact_sqlite(Path(config.paths.embedding_store), "paths.embedding_store", EMBEDDING_STORE_FIX)
     if not config.tracking.enabled:
         return
     uri = config.tracking.tracking_uri

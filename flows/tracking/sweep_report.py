@@ -14,23 +14,35 @@ from flows.orchestration import tasks
 from flows.orchestration.cache import cached, hashed
 from flows.orchestration.prefect_adapter import was_cached
 from flows.tracking.store import existing_store
-from flows.tracking.sweeps import child_predictions, children, find_sweep, sweep_incomplete, sweep_settings
+from flows.run.errors import CommandError
+from flows.tracking.sweeps import (child_predictions, children, configuration_names, find_sweep, sweep_incomplete,
+                                   sweep_settings, yardsticks)
 from opi.relations import load_relation_set
 from opi.report import Configuration, ReportSettings, SweepReport, build_report
 from opi.schemas import ReportConfig
+from opi.yardstick import mixed
 
 log = logging.getLogger("opi")
 COLUMNS = ["bertsim", "lrcr", "opi_1", "opi_1_mean", "opi_2", "opi_0_5", "cache_hits", "seconds_total"]
 
 
 def comparison_table(client: MlflowClient, parent_run_id: str) -> pd.DataFrame:
-    rows = [{"configuration": run.info.run_name, **{c: run.data.metrics.get(c) for c in COLUMNS
-                                                     if c in run.data.metrics}}
-            for run in children(client, parent_run_id)]
+    """The children's headline metrics, best first; in run order when their BERTSim used different yardsticks."""
+    runs = children(client, parent_run_id)
+    names = configuration_names(runs)
+    rows = [{"configuration": names[run.info.run_id], **{c: run.data.metrics.get(c) for c in COLUMNS
+                                                     if c in run.data.metrics}} for run in runs]
     table = pd.DataFrame(rows)
-    if table.empty:
+    clash = yardstick_clash(runs, parent_run_id)
+    if table.empty or clash:
+        if clash:
+            log.warning("%s", clash)
         return table
     return table.sort_values("opi_1" if "opi_1" in table else "bertsim", ascending=False).reset_index(drop=True)
+
+
+def yardstick_clash(runs: list, parent_run_id: str) -> str | None:
+    return mixed(yardsticks(runs), f"the runs of sweep {parent_run_id}")
 
 
 def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
@@ -52,7 +64,11 @@ def sweep_configurations(client: MlflowClient, parent_run_id: str, settings: Rep
                          ) -> tuple[list[Configuration], list[str], ReportSettings]:
     """The children as the report reads them, the sweep's label set, and the settings completed from the runs
     (where gold relations came from; why the sweep is incomplete, if it is)."""
-    runs = child_predictions(client, parent_run_id)
+    every = children(client, parent_run_id)
+    clash = yardstick_clash(every, parent_run_id)  # before any download
+    if clash:
+        raise CommandError(clash)
+    runs = child_predictions(client, parent_run_id, every)
     if not runs:
         return [], [], settings
     first_child = next(iter(runs.values()))[0]

@@ -11,8 +11,37 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from flows.run.errors import CommandError
+from opi.yardstick import MODEL_TAG, TAG
 
 log = logging.getLogger("opi")
+
+
+def yardsticks(runs: list) -> dict[str, dict[str, str]]:
+    """Each run's yardstick tags (``opi.yardstick``), by configuration name (``configuration_names``)."""
+    names = configuration_names(runs)
+    return {names[run.info.run_id]: {k: v for k, v in run.data.tags.items() if k in (TAG, MODEL_TAG)}
+            for run in runs}
+
+
+def configuration_names(runs: list) -> dict[str, str]:
+    """Run id -> a name that tells the configurations of a sweep apart: the run's name, and where runs share it
+    (a sweep over a setting the name does not show: -m retriever.k=2,4,8), the settings in which they differ."""
+    groups: dict[str, list] = {}
+    for run in runs:
+        groups.setdefault(run.info.run_name, []).append(run)
+    names = {}
+    for name, group in groups.items():
+        differing = sorted(key for key in set().union(*(run.data.params for run in group))
+                           if len({run.data.params.get(key) for run in group}) > 1)
+        for run in group:
+            if len(group) == 1:
+                names[run.info.run_id] = name
+            elif differing:
+                shown = ", ".join(f"{key}={run.data.params.get(key)}" for key in differing)
+                names[run.info.run_id] = f"{name} [{shown}]"
+            else:  # the same configuration twice
+                names[run.info.run_id] = f"{name} [run {run.info.run_id[:8]}]"
+    return names
 
 
 def children(client: MlflowClient, parent: str) -> list:
@@ -24,15 +53,17 @@ def child_predictions(client: MlflowClient, parent: str, runs: list | None = Non
                       ) -> dict[str, tuple[Any, pd.DataFrame]]:
     """Configuration name -> (child run, its predictions.parquet); ``runs``: the children, if already found."""
     found = {}
+    runs = children(client, parent) if runs is None else runs
+    names = configuration_names(runs)
     with tempfile.TemporaryDirectory() as folder:
-        for run in children(client, parent) if runs is None else runs:
+        for run in runs:
             try:
                 path = client.download_artifacts(run.info.run_id, "predictions.parquet", folder)
             except Exception:  # a child that failed before logging: the report covers the others and says so
                 log.warning("run %s (%s) has no predictions; left out of the report", run.info.run_id,
                             run.info.run_name)
                 continue
-            found[run.info.run_name] = (run, pd.read_parquet(path))
+            found[names[run.info.run_id]] = (run, pd.read_parquet(path))
     return found
 
 

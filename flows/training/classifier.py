@@ -21,12 +21,13 @@ from sklearn.model_selection import StratifiedKFold, cross_val_score
 
 from flows.orchestration.clients import client_for
 from flows.orchestration.server import run_flow
-from flows.orchestration.tasks import embedder_for
 from flows.run.data import load_data
 from flows.run.identity import effective_settings
 from flows.tracking.runs import flatten
 from flows.tracking.store import open_experiment
-from opi.classify import LLMRelationClassifier, LocalRelationClassifier, relation_pipeline, triples_frame
+from opi.classify import (LLMRelationClassifier, LocalRelationClassifier, endpoint_settings, relation_pipeline,
+                          triples_frame)
+from opi.embeddings import embedder_for, resolved, use_store
 from opi.components import with_resources
 from opi.data import Example, balanced_split
 from opi.llm import finetune
@@ -65,19 +66,25 @@ def balanced(cfg: OPIConfig) -> Split:
     return Split(data.relation_set, train, test, len(caught))
 
 
+def features_embedding(cfg: OPIConfig):
+    """The classifier's embedding model: its own settings over the run's ``embedding``."""
+    return resolved(cfg.embedding, getattr(cfg.classifier, "embedding", None))
+
+
 def fit_local(cfg: OPIConfig, split: Split) -> tuple[Any, dict[str, float]]:
     """Cross-validate each family on train, fit the best on all of train, log and register it."""
-    t, emb, C = cfg.train, cfg.embedding, getattr(cfg.classifier, "C", LocalRelationClassifier.C)
+    t, emb, C = cfg.train, features_embedding(cfg), getattr(cfg.classifier, "C", LocalRelationClassifier.C)
     words = getattr(cfg.classifier, "question_words", LocalRelationClassifier.question_words)
     frame, labels = triples_frame(split.triples(split.train)), split.labels(split.train)
     folds = StratifiedKFold(n_splits=t.cv_folds, shuffle=True, random_state=cfg.seed)
     scores = {}
     for family in t.families:
-        pipeline = relation_pipeline(family, C, cfg.seed, emb.model, emb.device, words)
+        pipeline = relation_pipeline(family, C, cfg.seed, emb.model, emb.device, words, endpoint_settings(emb))
         scores[family] = float(cross_val_score(pipeline, frame, labels, cv=folds).mean())
         log.info("cross-validated accuracy on train, %s: %.4f", family, scores[family])
     best = max(scores, key=scores.get)
-    pipeline = relation_pipeline(best, C, cfg.seed, emb.model, emb.device, words).fit(frame, labels)
+    pipeline = relation_pipeline(best, C, cfg.seed, emb.model, emb.device, words, endpoint_settings(emb)
+                                 ).fit(frame, labels)
     info = mlflow.sklearn.log_model(pipeline, name="relation-classifier", registered_model_name=t.register_name,
                                     input_example=frame.head(2), skops_trusted_types=TRUSTED_TYPES)
     version = info.registered_model_version
@@ -120,7 +127,8 @@ def predict(cfg: OPIConfig, split: Split, fitted=None, model_id: str | None = No
             ) -> tuple[list[str], dict[str, float]]:
     """Test-split predictions of the configured (or just trained) classifier, and the LLM usage they cost."""
     classifier, test = cfg.classifier, split.triples(split.test)
-    resources = {"embedder": embedder_for(cfg.embedding), "embedding": cfg.embedding, "seed": cfg.seed,
+    resources = {"embedder": embedder_for(features_embedding(cfg)), "embedding": features_embedding(cfg),
+                 "seed": cfg.seed,
                  "relation_set": split.relation_set}
     if fitted is not None or getattr(classifier, "registered", None):
         fitted = fitted if fitted is not None else mlflow.sklearn.load_model(classifier.registered)
@@ -170,6 +178,7 @@ def train_and_evaluate(cfg: OPIConfig) -> dict[str, float]:
     mlflow.set_tracking_uri(cfg.tracking.tracking_uri)  # this command's own process: the fluent API logs the model
     split = balanced(cfg)
     name = run_name(cfg, split)
+    use_store(cfg.paths.embedding_store)
     with mlflow.start_run(experiment_id=experiment_id, run_name=name):
         settings = {**effective_settings(cfg), "train": dataclasses.asdict(cfg.train)}
         mlflow.log_params({k: str(v)[:500] for k, v in flatten(settings).items()})

@@ -1,18 +1,20 @@
-"""One chat client for any OpenAI-compatible endpoint (OpenAI, Azure-style gateways, vLLM, Ollama, llama.cpp).
+"""The clients of OpenAI-compatible endpoints (OpenAI, Azure-style gateways, vLLM, Ollama, llama.cpp): chat
+(``ChatClient``) and embeddings (``opi.embeddings.endpoint``), both through one ``Endpoint``.
 
-What it adds to the ``openai`` package:
+What an ``Endpoint`` adds to the ``openai`` package:
 - its own retries (429, 408/409, 5xx, timeouts, connection errors; exponential backoff with jitter, ``Retry-After``
-  honoured), one log line per retry, all inside ``llm.deadline``: no request, waits included, runs past it;
-- a persistent call cache (``CallCache``) keyed by (base_url, model, messages, decoding parameters): a repeated or
-  resumed run pays for nothing twice;
+  honoured), one log line per retry, all inside the group's ``deadline``: no request, waits included, runs past it;
 - request and token rate limits applied to *every* HTTP attempt, retries included (an httpx request hook);
-- daemon worker threads for concurrency inside a batch: a process told to stop (SIGTERM, Ctrl-C) is not kept
-  alive by a request waiting on a stalled server;
-- counts: calls, cache hits, HTTP requests, retries, tokens, and cost from a price table;
-- every endpoint fault as one ``LLMError`` naming the endpoint (credentials redacted) and what to do: a wrong key
-  (401), an unknown model (404), an unreachable endpoint, 429/5xx after the retries, a refused request (4xx), a
-  reply that is not a chat completion (an HTML page, invalid JSON, JSON without ``choices``), the deadline.
-The API key is read from the environment variable the config names and is never stored or logged.
+- daemon worker threads for concurrency inside a batch (``in_parallel``): a process told to stop (SIGTERM, Ctrl-C)
+  is not kept alive by a request waiting on a stalled server;
+- counts: calls, HTTP requests, retries, tokens, and cost from a price table (``EndpointUsage``);
+- every endpoint fault as one ``LLMError`` naming the endpoint (credentials redacted), the config group it comes
+  from and what to do: a wrong key (401), an unknown model (404), an unreachable endpoint, 429/5xx after the
+  retries, a refused request (4xx), a reply that is not what was asked (an HTML page, invalid JSON, JSON without
+  ``choices`` or ``data``), the deadline.
+The chat client adds a persistent call cache (``CallCache``) keyed by (base_url, model, messages, decoding
+parameters): a repeated or resumed run pays for nothing twice. The API key is read from the environment variable
+the config names and is never stored or logged.
 """
 from __future__ import annotations
 
@@ -25,31 +27,31 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, TypeVar
+from functools import partial
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from opi.llm.cache import CallCache, call_key
 from opi.interrupt import exiting
 from opi.llm.faults import (LLMError, LLMInterrupted, backoff, count_retries, duration, pause, retriable,
                             server_message, server_retry_after, status_reason)
 from opi.secrets import redact_url
-from opi.schemas import LLMConfig
+from opi.schemas import EndpointConfig, LLMConfig
 
 Parsed = TypeVar("Parsed")
+Reply = TypeVar("Reply")
 Messages = list[dict[str, str]]
 log = logging.getLogger("opi")
 
 
 @dataclass
-class Usage:
+class EndpointUsage:
+    """What a client asked of its endpoint: ``calls`` (answers wanted), ``http_requests`` (attempts, retries
+    included), ``prompt_tokens`` (as the endpoint counts them)."""
     calls: int = 0
     cache_hits: int = 0
     http_requests: int = 0
     prompt_tokens: int = 0
-    completion_tokens: int = 0
-    empty_replies: int = 0  # requests whose every attempt came back empty: no answer, never cached
-    refusals: int = 0  # ... or as a refusal
     price_input_per_million: float = 0.0
-    price_output_per_million: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -58,15 +60,43 @@ class Usage:
 
     @property
     def cost(self) -> float:
-        return (self.prompt_tokens * self.price_input_per_million
-                + self.completion_tokens * self.price_output_per_million) / 1e6
+        return self.prompt_tokens * self.price_input_per_million / 1e6
+
+    def counts(self) -> dict[str, int]:
+        return {"calls": self.calls, "cache_hits": self.cache_hits, "http_requests": self.http_requests,
+                "retries": self.retries, "prompt_tokens": self.prompt_tokens}
 
     def as_metrics(self, prefix: str) -> dict[str, float]:
-        return {f"{prefix}_{name}": float(value) for name, value in [
-            ("calls", self.calls), ("cache_hits", self.cache_hits), ("http_requests", self.http_requests),
-            ("retries", self.retries), ("prompt_tokens", self.prompt_tokens),
-            ("completion_tokens", self.completion_tokens), ("empty_replies", self.empty_replies),
-            ("refusals", self.refusals), ("cost_usd", self.cost)]}
+        return {f"{prefix}_{name}": float(value) for name, value in {**self.counts(), "cost_usd": self.cost}.items()}
+
+
+@dataclass
+class Usage(EndpointUsage):
+    """A chat client's: its cache hits, reply tokens, and the requests that got no answer."""
+    completion_tokens: int = 0
+    empty_replies: int = 0  # requests whose every attempt came back empty: no answer, never cached
+    refusals: int = 0  # ... or as a refusal
+    price_output_per_million: float = 0.0
+
+    @property
+    def cost(self) -> float:
+        return super().cost + self.completion_tokens * self.price_output_per_million / 1e6
+
+    def counts(self) -> dict[str, int]:
+        return {**super().counts(), "completion_tokens": self.completion_tokens, "empty_replies": self.empty_replies,
+                "refusals": self.refusals}
+
+
+@dataclass
+class EmbeddingUsage(EndpointUsage):
+    """An embeddings client's: ``calls`` are batches, ``texts`` the texts sent in them (no cache: the embedding
+    store's hits are the embedder's ``store_hits``)."""
+    texts: int = 0
+
+    def counts(self) -> dict[str, int]:
+        counts = {**super().counts(), "texts": self.texts}
+        del counts["cache_hits"]
+        return counts
 
 
 class TokenWindow:
@@ -101,17 +131,223 @@ def object_schema(**properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "required": list(properties), "properties": properties}
 
 
-def api_key(settings: LLMConfig) -> str:
-    """The key in the variable ``llm.api_key_env`` names; an unset one is said before any request (preflight calls
-    this too). No variable (null): a keyless endpoint, to which the openai client still needs some string."""
+def api_key(settings: EndpointConfig, group: str = "llm") -> str:
+    """The key in the variable ``<group>.api_key_env`` names; an unset one is said before any request (preflight
+    calls this too). No variable (null): a keyless endpoint, to which the openai client still needs some string."""
     name = settings.api_key_env
-    if not name:
+    if not name:  # null, or '' (a component's own embedding, where null means "the run's")
         return "not-needed"
     value = os.environ.get(name)
     if not value:
-        raise LLMError(f"llm.api_key_env names {name}, which is not set in this environment: export {name}=<your "
-                       "key>, or set llm.api_key_env=null for an endpoint that needs no key")
+        none = "''" if group.endswith(".embedding") else "null"
+        raise LLMError(f"{group}.api_key_env names {name}, which is not set in this environment: export {name}=<your "
+                       f"key>, or set {group}.api_key_env={none} for an endpoint that needs no key")
     return value
+
+
+def check_keys(endpoints: Mapping[str, EndpointConfig]) -> None:
+    """Every endpoint's key variable is set, by config path (``{"llm": ..., "embedding": ...,
+    "metrics.similarity": ...}``): an LLMError naming the first unset one. An embedding that is no endpoint
+    (sentence-transformers) needs none."""
+    for group, settings in endpoints.items():
+        if getattr(settings, "provider", "openai-compatible") == "openai-compatible":
+            api_key(settings, group)
+
+
+def in_parallel(tasks: Sequence[Callable[[], Reply]], concurrency: int,
+                progress: Callable[[int], None] | None = None, name: str = "opi-llm") -> list[Reply]:
+    """The tasks' results in order, ``concurrency`` at a time; the first failure raises and no task starts after it:
+    nothing is silently skipped. The workers are daemon threads and the wait for them ends when the process is
+    exiting (``exiting()``): a request stalled in an HTTP read does not keep a process told to stop alive."""
+    futures: list[Future] = [Future() for _ in tasks]
+    todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for index in range(len(tasks)):
+        todo.put(index)
+    stop = threading.Event()
+
+    def work():
+        while not stop.is_set():
+            try:
+                index = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                futures[index].set_result(tasks[index]())
+            except BaseException as err:  # handed to the waiting thread, which raises it
+                stop.set()
+                futures[index].set_exception(err)
+                continue
+            if progress is not None and not stop.is_set():
+                progress(1)
+
+    for number in range(min(max(concurrency, 1), len(tasks))):
+        threading.Thread(target=work, name=f"{name}-{number}", daemon=True).start()
+    pending = set(futures)
+    try:
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
+            failed = [f for f in futures if f in done and f.exception() is not None]
+            if failed:
+                raise failed[0].exception()
+            if pending and exiting():
+                raise LLMInterrupted("stopped: the process is exiting")
+    finally:
+        stop.set()  # no new task starts; those in flight end on their own
+    return [f.result() for f in futures]
+
+
+def parsed_reply(raw) -> Any:
+    """The openai package's reading of a raw reply; None when it is not JSON."""
+    try:
+        return raw.parse()
+    except ValueError:
+        return None
+
+
+class Endpoint:
+    """One OpenAI-compatible endpoint as a client of OPI reaches it. ``group``: the config path of ``settings``
+    (``llm``, ``embedding``, ``metrics.similarity``), which every message names; ``kind`` names its requests in log
+    lines; ``reply_tokens``: the tokens a reply may add to a request's, for ``tokens_per_minute``;
+    ``request_settings``: the settings a refused request (4xx) points at."""
+
+    def __init__(self, settings: EndpointConfig, usage: EndpointUsage, group: str = "llm", kind: str = "LLM",
+                 reply_tokens: int = 0, request_settings: Sequence[str] = ("model",)):
+        self.settings, self.usage, self.group, self.kind = settings, usage, group, kind
+        self.reply_tokens = reply_tokens
+        self.request_settings = request_settings
+        self._client = None
+        self._client_lock = threading.Lock()  # parallel workers share one client
+        self._request_limiter = None
+        if settings.requests_per_minute:
+            from langchain_core.rate_limiters import InMemoryRateLimiter
+
+            self._request_limiter = InMemoryRateLimiter(requests_per_second=settings.requests_per_minute / 60,
+                                                        check_every_n_seconds=0.005, max_bucket_size=1)
+        self._token_window = TokenWindow(settings.tokens_per_minute) if settings.tokens_per_minute else None
+
+    @property
+    def where(self) -> str:
+        """The endpoint as error messages and log lines name it (credentials redacted)."""
+        return redact_url(self.settings.base_url)
+
+    def _before_request(self, request) -> None:
+        if self._request_limiter is not None:
+            self._request_limiter.acquire(blocking=True)
+        if self._token_window is not None:
+            self._token_window.acquire(len(request.content) / 4 + self.reply_tokens)
+        with self.usage.lock:
+            self.usage.http_requests += 1
+
+    def openai(self):
+        """The underlying ``openai`` client, made once."""
+        with self._client_lock:
+            if self._client is None:
+                import httpx
+                from openai import OpenAI
+
+                self._client = OpenAI(
+                    api_key=api_key(self.settings, self.group), base_url=self.settings.base_url,
+                    timeout=self.settings.timeout, max_retries=0,  # the retries are ours (call): inside the deadline
+                    http_client=httpx.Client(event_hooks={"request": [self._before_request]},
+                                             timeout=self.settings.timeout))
+            return self._client
+
+    def call(self, send: Callable[[Any, float], Any], accept: Callable[[Any], Reply]) -> Reply:
+        """One request: ``send(client, timeout)`` (a ``with_raw_response`` call) attempted and retried with backoff,
+        all within the deadline; ``accept`` makes the raw reply the answer or says what is wrong with it. Every
+        failure left after the retries is an ``LLMError``."""
+        import openai
+
+        client = self.openai()
+        started = time.monotonic()
+        deadline = None if self.settings.deadline is None else started + self.settings.deadline
+        attempts, failure = 0, ""
+        while True:
+            timeout = self._attempt_timeout(deadline, attempts, failure)
+            if exiting():
+                raise LLMInterrupted("stopped: the process is exiting")
+            attempts += 1
+            try:
+                raw = send(client, timeout)
+            except (openai.APIStatusError, openai.APIConnectionError) as err:
+                failure, retry_after = self._retriable(err, attempts, started, timeout)
+            else:
+                return accept(raw)
+            delay = retry_after if retry_after is not None else backoff(attempts)
+            if deadline is not None and time.monotonic() + delay >= deadline - 0.05:
+                raise self._late(attempts, failure)
+            log.warning("%s request to %s failed (%s); retry %d of %d in %.1f s", self.kind, self.where, failure,
+                        attempts, self.settings.max_retries, delay)
+            pause(delay)
+
+    def _attempt_timeout(self, deadline: float | None, attempts: int, failure: str) -> float:
+        timeout = self.settings.timeout
+        if deadline is not None:
+            timeout = min(timeout, deadline - time.monotonic())
+            if timeout <= 0.05:
+                raise self._late(attempts, failure)
+        return timeout
+
+    def _retriable(self, err, attempts: int, started: float, timeout: float) -> tuple[str, float | None]:
+        """What failed and the server's ``Retry-After``, when ``err`` is worth another attempt; its LLMError when
+        not, or when the retries are spent."""
+        import openai
+
+        settings, where, group = self.settings, self.where, self.group
+        spent = attempts > settings.max_retries
+        retries, elapsed = count_retries(settings.max_retries), duration(time.monotonic() - started)
+        if isinstance(err, openai.AuthenticationError):
+            raise LLMError(f"{where} refused the API key (401): check {settings.api_key_env}") from err
+        if isinstance(err, openai.NotFoundError):
+            raise LLMError(f"{where} does not know model {settings.model!r} (404): check {group}.model") from err
+        if isinstance(err, openai.APIStatusError):
+            failure = f"{err.status_code} {status_reason(err.response)}"
+            if not retriable(err.response):
+                raise LLMError(f"{where} refused the request: {failure} ({server_message(err)}): check "
+                               f"{self._settings_named()} against what it supports") from err
+            if spent and err.status_code == 429:
+                raise LLMError(f"{where} kept answering {failure} after {retries} over {elapsed}: lower "
+                               f"{group}.requests_per_minute/{group}.concurrency or try later") from err
+            if spent:
+                raise LLMError(f"{where} answered {failure} after {retries} over {elapsed} ({server_message(err)}): "
+                               f"the server is failing; check its logs or try later") from err
+            return failure, server_retry_after(err.response.headers)
+        if isinstance(err, openai.APITimeoutError):
+            if spent:
+                raise LLMError(f"{where} gave no answer within {group}.timeout={settings.timeout:g} s, {retries} "
+                               f"over {elapsed}: raise {group}.timeout or check the server") from err
+            return f"no answer within {timeout:.3g} s", None
+        if spent:
+            raise LLMError(f"cannot reach {where} after {settings.max_retries} retries ({type(err).__name__}): "
+                           f"check {group}.base_url and that the server is running") from err
+        return f"cannot connect: {type(err.__cause__ or err).__name__}", None
+
+    def _settings_named(self) -> str:
+        names = [f"{self.group}.{name}" for name in self.request_settings]
+        return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+    def _late(self, attempts: int, failure: str) -> LLMError:
+        group = self.group
+        return LLMError(f"{self.where} gave no answer within {group}.deadline={self.settings.deadline:g} s "
+                        f"({attempts} attempt{'s' if attempts != 1 else ''}"
+                        f"{'; last: ' + failure if failure else ''}): raise {group}.deadline or {group}.timeout, or "
+                        f"check the server")
+
+    def wrong_reply(self, raw, parsed: Any, expected: str, member: str) -> LLMError:
+        """What the endpoint sent instead of ``expected`` (a JSON object with ``member``), in one line."""
+        response = raw.http_response
+        text = response.text
+        kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+        if "html" in kind or text.lstrip()[:1] == "<":
+            what = "an HTML page"
+        elif parsed is None or isinstance(parsed, (str, bytes)):
+            what = "invalid JSON"
+        else:
+            what = f"JSON without {member!r}"
+        snippet = " ".join(text.split())[:60]
+        return LLMError(f"{self.where} answered with something that is not {expected} ({what}, HTTP "
+                        f"{response.status_code} {kind}: {snippet!r}): check {self.group}.base_url points at an "
+                        f"OpenAI-compatible /v1 endpoint")
 
 
 class ChatClient:
@@ -127,40 +363,17 @@ class ChatClient:
         self.cache = cache
         self.usage = Usage(price_input_per_million=settings.price_input_per_million,
                            price_output_per_million=settings.price_output_per_million)
-        self._client = None
-        self._client_lock = threading.Lock()  # the workers of complete_many share one client
-        self._request_limiter = None
-        if settings.requests_per_minute:
-            from langchain_core.rate_limiters import InMemoryRateLimiter
-
-            self._request_limiter = InMemoryRateLimiter(requests_per_second=settings.requests_per_minute / 60,
-                                                        check_every_n_seconds=0.005, max_bucket_size=1)
-        self._token_window = TokenWindow(settings.tokens_per_minute) if settings.tokens_per_minute else None
-
-    def _before_request(self, request) -> None:
-        if self._request_limiter is not None:
-            self._request_limiter.acquire(blocking=True)
-        if self._token_window is not None:
-            self._token_window.acquire(len(request.content) / 4 + self.settings.max_tokens)
-        with self.usage.lock:
-            self.usage.http_requests += 1
+        self.endpoint = Endpoint(settings, self.usage, "llm", "LLM", reply_tokens=settings.max_tokens,
+                                 request_settings=("model", "max_tokens", "structured_output"))
 
     def openai(self):
         """The underlying ``openai`` client (for the fine-tuning API), made once."""
-        with self._client_lock:
-            return self._make_openai()
+        return self.endpoint.openai()
 
-    def _make_openai(self):
-        if self._client is None:
-            import httpx
-            from openai import OpenAI
-
-            self._client = OpenAI(
-                api_key=api_key(self.settings), base_url=self.settings.base_url, timeout=self.settings.timeout,
-                max_retries=0,  # the retries are ours (_call): inside llm.deadline, one log line each
-                http_client=httpx.Client(event_hooks={"request": [self._before_request]},
-                                         timeout=self.settings.timeout))
-        return self._client
+    @property
+    def where(self) -> str:
+        """The endpoint as error messages and log lines name it (credentials redacted)."""
+        return self.endpoint.where
 
     def request(self, messages: list[dict[str, str]], response_format: dict | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.settings.model, "messages": messages,
@@ -184,7 +397,7 @@ class ChatClient:
         refused = False
         for _ in range(1 + self.settings.empty_retries):
             response = self._call(body)
-            message, usage = response.choices[0].message, response.usage  # checked by _call
+            message, usage = response.choices[0].message, response.usage  # checked by _completion
             with self.usage.lock:
                 self.usage.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
                 self.usage.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
@@ -201,145 +414,27 @@ class ChatClient:
                 self.usage.empty_replies += 1
         return None
 
-    @property
-    def where(self) -> str:
-        """The endpoint as error messages and log lines name it (credentials redacted)."""
-        return redact_url(self.settings.base_url)
-
     def _call(self, body: dict[str, Any]):
-        """One chat completion: attempts and retries with backoff, all within ``llm.deadline``; every failure that
-        is left after them is an ``LLMError``."""
-        import openai
-
-        settings, where = self.settings, self.where
-        client = self.openai()
-        started = time.monotonic()
-        deadline = None if settings.deadline is None else started + settings.deadline
-        attempts, failure = 0, ""
-        while True:
-            timeout = settings.timeout
-            if deadline is not None:
-                timeout = min(timeout, deadline - time.monotonic())
-                if timeout <= 0.05:
-                    raise self._late(attempts, failure)
-            if exiting():
-                raise LLMInterrupted("stopped: the process is exiting")
-            attempts += 1
-            retry_after = None
-            try:
-                raw = client.chat.completions.with_raw_response.create(**body, timeout=timeout)
-            except openai.AuthenticationError as err:
-                raise LLMError(f"{where} refused the API key (401): check {settings.api_key_env}") from err
-            except openai.NotFoundError as err:
-                raise LLMError(f"{where} does not know model {settings.model!r} (404): check llm.model") from err
-            except openai.APIStatusError as err:
-                status = err.status_code
-                failure = f"{status} {status_reason(err.response)}"
-                if not retriable(err.response):
-                    raise LLMError(f"{where} refused the request: {failure} ({server_message(err)}): check "
-                                   f"llm.model, llm.max_tokens and llm.structured_output against what it "
-                                   f"supports") from err
-                if attempts > settings.max_retries:
-                    elapsed = time.monotonic() - started
-                    if status == 429:
-                        raise LLMError(f"{where} kept answering {failure} after {count_retries(settings.max_retries)} "
-                                       f"over {duration(elapsed)}: lower llm.requests_per_minute/llm.concurrency or "
-                                       f"try later") from err
-                    raise LLMError(f"{where} answered {failure} after {count_retries(settings.max_retries)} over "
-                                   f"{duration(elapsed)} ({server_message(err)}): the server is failing; check its "
-                                   f"logs or try later") from err
-                retry_after = server_retry_after(err.response.headers)
-            except openai.APITimeoutError as err:
-                failure = f"no answer within {timeout:.3g} s"
-                if attempts > settings.max_retries:
-                    raise LLMError(f"{where} gave no answer within llm.timeout={settings.timeout:g} s, "
-                                   f"{count_retries(settings.max_retries)} over {duration(time.monotonic() - started)}: "
-                                   f"raise llm.timeout or check the server") from err
-            except openai.APIConnectionError as err:
-                failure = f"cannot connect: {type(err.__cause__ or err).__name__}"
-                if attempts > settings.max_retries:
-                    raise LLMError(f"cannot reach {where} after {settings.max_retries} retries "
-                                   f"({type(err).__name__}): check llm.base_url and that the server is running") \
-                        from err
-            else:
-                return self._completion(raw)
-            delay = retry_after if retry_after is not None else backoff(attempts)
-            if deadline is not None and time.monotonic() + delay >= deadline - 0.05:
-                raise self._late(attempts, failure)
-            log.warning("LLM request to %s failed (%s); retry %d of %d in %.1f s", where, failure, attempts,
-                        settings.max_retries, delay)
-            pause(delay)
-
-    def _late(self, attempts: int, failure: str) -> LLMError:
-        return LLMError(f"{self.where} gave no answer within llm.deadline={self.settings.deadline:g} s "
-                        f"({attempts} attempt{'s' if attempts != 1 else ''}"
-                        f"{'; last: ' + failure if failure else ''}): raise llm.deadline or llm.timeout, or check "
-                        f"the server")
+        """One chat completion, retried as ``Endpoint.call`` does."""
+        return self.endpoint.call(
+            lambda client, timeout: client.chat.completions.with_raw_response.create(**body, timeout=timeout),
+            self._completion)
 
     def _completion(self, raw):
         """The parsed reply, or an LLMError saying what the endpoint sent instead of a chat completion."""
-        response = raw.http_response
-        try:
-            parsed = raw.parse()
-        except ValueError:
-            parsed = None
+        parsed = parsed_reply(raw)
         choices = getattr(parsed, "choices", None)
         if isinstance(choices, list) and choices and getattr(choices[0], "message", None) is not None:
             return parsed
-        text = response.text
-        kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
-        if "html" in kind or text.lstrip()[:1] == "<":
-            what = "an HTML page"
-        elif parsed is None or isinstance(parsed, (str, bytes)):
-            what = "invalid JSON"
-        else:
-            what = "JSON without 'choices'"
-        snippet = " ".join(text.split())[:60]
-        raise LLMError(f"{self.where} answered with something that is not a chat completion ({what}, HTTP "
-                       f"{response.status_code} {kind}: {snippet!r}): check llm.base_url points at an "
-                       f"OpenAI-compatible /v1 endpoint")
+        raise self.endpoint.wrong_reply(raw, parsed, "a chat completion", "choices")
 
     def complete_many(self, requests: Sequence[tuple[list[dict[str, str]], dict | None]],
                       progress: Callable[[int], None] | None = None) -> list[str]:
-        """Answers in request order; any failure after retries raises: no row is silently skipped. The workers are
-        daemon threads and the wait for them ends when the process is exiting (``exiting()``): a request stalled in
-        an HTTP read does not keep a process told to stop alive."""
-        requests = list(requests)
-        futures: list[Future] = [Future() for _ in requests]
-        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
-        for index in range(len(requests)):
-            todo.put(index)
-        stop = threading.Event()
-
-        def work():
-            while not stop.is_set():
-                try:
-                    index = todo.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    futures[index].set_result(self.complete(*requests[index]))
-                except BaseException as err:  # handed to the waiting thread, which raises it
-                    stop.set()
-                    futures[index].set_exception(err)
-                    continue
-                if progress is not None and not stop.is_set():
-                    progress(1)
-
-        for number in range(min(max(self.settings.concurrency, 1), len(requests))):
-            threading.Thread(target=work, name=f"opi-llm-{number}", daemon=True).start()
-        pending = set(futures)
-        try:
-            while pending:
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
-                failed = [f for f in futures if f in done and f.exception() is not None]
-                if failed:
-                    raise failed[0].exception()
-                if pending and exiting():
-                    raise LLMInterrupted("stopped: the process is exiting")
-        finally:
-            stop.set()  # no new request starts; those in flight end on their own (their answers are cached)
-        return [f.result() for f in futures]
+        """Answers in request order (``in_parallel``, ``llm.concurrency`` at a time); any failure after retries
+        raises: no row is silently skipped. Requests in flight when one fails end on their own (their answers are
+        cached)."""
+        tasks = [partial(self.complete, *request) for request in requests]
+        return in_parallel(tasks, self.settings.concurrency, progress, "opi-llm")
 
     def ask_json(self, conversations: Sequence[Messages], response_format: dict[str, Any] | None,
                  parse: Callable[[str], Parsed | None], retries: int, reminder: str,

@@ -14,10 +14,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from opi.schemas import EmbeddingOverride
+
 
 @dataclass
 class ExtractiveReader:
     n_sentences: int = 2
+    embedding: EmbeddingOverride = field(default_factory=EmbeddingOverride)  # its model (unset: the run's embedding)
     embedder: Any = field(default=None, repr=False)
 
     def __post_init__(self):

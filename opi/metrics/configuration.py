@@ -5,6 +5,9 @@ and what the sweep report tabulates, computed in this one place.
 - relation-stratified bootstrap intervals (``<metric>_ci_low`` / ``_high``);
 - per relation ``<metric>.<relation>`` and ``n.<relation>``;
 - means of the retrieval diagnostics and of the LLM-scored answer metrics where present (missing values left out);
+- where the rows have the rank-aware retrieval metrics (``opi.metrics.retrieval``: ``recall_at_<k>``,
+  ``ndcg_at_<k>``, ``mrr``), their means over the examples with gold evidence in a chunk, with intervals, and
+  ``retrieval_examples``, how many examples those are;
 - ``unknown_relations``: answers a classifier could not label (always counted as wrong);
 - ``lrcr_question_only``: LRCR of the same classifier shown the question alone (answer and text blanked), where
   the rows have it: how much of LRCR the wording of the questions explains, whatever was retrieved.
@@ -14,17 +17,19 @@ and OPI are over the others and ``gold_relations_missing`` counts them.
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import pandas as pd
 
 from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS
 from opi.metrics.opi import beta_key, bertsim, summary
-from opi.metrics.stats import confidence_intervals
+from opi.metrics.stats import column_interval, confidence_intervals
 from opi.relations import UNKNOWN
 
 RETRIEVAL_MEANS = ("retrieved_sentences", "retrieved_words", *DIAGNOSTIC_COLUMNS, "answer_in_chunks", "right_article")
 ANSWER_SCORE_MEANS = {"correctness": "correctness", "correctness_f1": "correctness_f1", "judge_score": "judge_mean"}
+RANK_METRIC = re.compile(r"(recall_at|ndcg_at)_\d+|mrr")  # opi.metrics.retrieval's columns
 
 
 def means(rows: pd.DataFrame) -> dict[str, float]:
@@ -48,7 +53,8 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
     if not has_gold_relations(rows):
         interval = confidence_intervals(rows, beta, confidence, resamples, seed, metrics=("bertsim",))["bertsim"]
         metrics = {"bertsim": bertsim(rows["similarity"].tolist()), "n_examples": float(len(rows)),
-                   "bertsim_ci_low": interval.low, "bertsim_ci_high": interval.high, **means(every), **missing}
+                   "bertsim_ci_low": interval.low, "bertsim_ci_high": interval.high, **means(every), **missing,
+                   **rank_metrics(every, confidence, resamples, seed)}
         return metrics, pd.DataFrame(columns=["relation", "n", "bertsim"])
     labelled = rows[rows["relation"].notna()]  # a gold relation the classifier could not name: left out here
     metrics, table = summary(labelled, relations, sorted({*betas, beta}))
@@ -70,7 +76,28 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
     if "predicted_relation_question_only" in labelled:
         metrics["lrcr_question_only"] = float((labelled["relation"] == labelled["predicted_relation_question_only"])
                                               .mean())
+    metrics.update(rank_metrics(every, confidence, resamples, seed))
     return metrics, table
+
+
+def rank_metric_columns(rows: pd.DataFrame) -> list[str]:
+    return [column for column in rows.columns if RANK_METRIC.fullmatch(str(column))]
+
+
+def rank_metrics(rows: pd.DataFrame, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+                 ) -> dict[str, float]:
+    """Means of the retrieval metrics over the examples that have them (retrieval needs no answer: every row),
+    with relation-stratified bootstrap intervals; nothing when the rows have no such column."""
+    columns = rank_metric_columns(rows)
+    if not columns:
+        return {}
+    metrics = {"retrieval_examples": float(rows[columns].notna().any(axis=1).sum())}
+    for column in columns:
+        interval = column_interval(rows, column, confidence, resamples, seed)
+        if interval is not None:
+            metrics.update({column: interval.value, f"{column}_ci_low": interval.low,
+                            f"{column}_ci_high": interval.high})
+    return metrics
 
 
 def answered(rows: pd.DataFrame) -> pd.DataFrame:

@@ -4,6 +4,7 @@ With 10-100 examples per relation a few points of OPI are noise. Intervals resam
 relation* (the per-relation counts, and so Formula (3)'s weighting, stay those of the data); scipy's bootstrap
 cannot stratify, so the resampling is ours. Two configurations on the same examples are compared with scipy's
 paired permutation test (each example's pair of results swapped at random), which keeps the relation mix exact.
+Any other per-example column (the retrieval metrics) gets the same: ``column_interval`` and ``compare_column``.
 """
 from __future__ import annotations
 
@@ -153,3 +154,54 @@ def gap_closed(rows: pd.DataFrame, lower: pd.DataFrame, upper: pd.DataFrame, met
         return Interval(point, float("nan"), float("nan"))
     low, high = np.nanpercentile(shares, [tail, 100 - tail])
     return Interval(point, float(low), float(high))
+
+
+def column_values(rows: pd.DataFrame, column: str) -> np.ndarray:
+    """A per-example column as floats, a missing value (None, <NA>) as NaN."""
+    return pd.to_numeric(rows[column]).to_numpy(dtype=float, na_value=np.nan)
+
+
+def column_mean(values: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """Mean of a per-example column for each row of ``draws`` (index arrays of shape [..., n])."""
+    return values[draws].mean(axis=-1)
+
+
+def column_interval(rows: pd.DataFrame, column: str, confidence: float = 0.95, resamples: int = 2000,
+                    seed: int = 0) -> Interval | None:
+    """Mean of a per-example column over the examples that have a value, with a percentile interval from a
+    relation-stratified bootstrap (as BERTSim's); None when no example has one."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    values = column_values(rows, column)
+    present = ~np.isnan(values)
+    if not present.any():
+        return None
+    values = values[present]
+    draws = stratified_draws(rows["relation"].to_numpy()[present], resamples, seed)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(column_mean(values, draws), [tail, 100 - tail])
+    return Interval(float(values.mean()), float(low), float(high))
+
+
+def compare_column(first: pd.DataFrame, second: pd.DataFrame, column: str, alpha: float = 0.05,
+                   resamples: int = 9999, seed: int = 0) -> Comparison:
+    """Paired permutation test of a per-example column's mean between two configurations on the same examples;
+    examples missing a value in either are left out."""
+    from scipy.stats import permutation_test
+
+    if list(first["id"]) != list(second["id"]):
+        first, second = aligned(first, second)
+    x, y = column_values(first, column), column_values(second, column)
+    both = ~(np.isnan(x) | np.isnan(y))
+    values = np.concatenate([x[both], y[both]])
+    n = int(both.sum())
+    if n < 2:  # one pair cannot show anything
+        return Comparison(column, float(values[0] - values[1]) if n else 0.0, 1.0, False)
+
+    def statistic(a, b, axis=-1):
+        return column_mean(values, a) - column_mean(values, b)
+
+    result = permutation_test((np.arange(n), np.arange(n) + n), statistic, permutation_type="samples",
+                              vectorized=True, n_resamples=resamples, random_state=seed,
+                              batch=max(1, 2_000_000 // n))
+    return Comparison(column, float(result.statistic), float(result.pvalue), bool(result.pvalue < alpha))

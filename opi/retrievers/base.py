@@ -59,8 +59,9 @@ class Retriever(ABC):
     k: int = 4  # chunks handed on per question (LangChain's default, the paper's setting)
     embedder: Any = field(default=None, repr=False, compare=False)
     # k is applied after ranking (Ranking.top) and name only labels runs: a ranking depends on neither, so a cache
-    # of rankings leaves them out of its key and one ranking serves -m retriever.k=2,4,8
-    excluded_from_keys: ClassVar[tuple[str, ...]] = ("k", "name")
+    # of rankings leaves them out of its key and one ranking serves -m retriever.k=2,4,8; a retriever's own
+    # embedding settings reach the ranking task resolved, as its embedding model (a key of its own)
+    excluded_from_keys: ClassVar[tuple[str, ...]] = ("k", "name", "embedding")
 
     def __post_init__(self):
         if not isinstance(self.k, int) or self.k < 1:

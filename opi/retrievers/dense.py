@@ -7,17 +7,20 @@ implementation.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from opi.chunking import Chunk
 from opi.retrievers.base import Ranking, Retriever
+from opi.schemas import EmbeddingOverride
 
 
 @dataclass
 class _EmbeddingRetriever(Retriever):
+    # this retriever's own embedding model (retriever.embedding.model=...): unset settings are the run's embedding
+    embedding: EmbeddingOverride = field(default_factory=EmbeddingOverride)
     normalize: ClassVar[bool] = True
 
     def prepare(self, questions, chunks):

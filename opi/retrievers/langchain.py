@@ -11,6 +11,7 @@ from langchain_core.retrievers import BaseRetriever
 
 from opi.chunking import Chunk
 from opi.retrievers.base import Ranking, Retriever
+from opi.schemas import EmbeddingOverride
 
 
 def chunk_documents(chunks: list[Chunk]) -> list[Document]:
@@ -33,6 +34,7 @@ class LangChainRetriever(Retriever):
     vectorstore: Optional[str] = None
     search_type: str = "similarity"
     options: dict[str, Any] = field(default_factory=dict)
+    embedding: EmbeddingOverride = field(default_factory=EmbeddingOverride)  # a vector store's (unset: the run's)
 
     def __post_init__(self):
         super().__post_init__()

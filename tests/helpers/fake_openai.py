@@ -7,6 +7,11 @@ exactly what a fault-free run produces. ``faults`` maps request-arrival index (m
 text/html page) or ``"nochoices"`` (JSON without ``choices``), or a chat completion that is no answer: ``"empty"``
 (content ``""``) or ``"refusal"`` (content ``null`` and a ``refusal``). ``mode`` applies one fault to every request (an
 endpoint that is always wrong, e.g. ``mode="429"``: rate limited forever).
+
+``POST /v1/embeddings`` answers with deterministic vectors (``hash_vectors``: 8 numbers a text, or the request's
+``dimensions``), or those ``vectors`` gives (a list of texts -> a list of vectors, e.g. a local model's), listed in
+reverse order with their ``index`` (a client must put them back in order itself); the same faults apply, and
+``embedding_bodies`` records its requests.
 """
 from __future__ import annotations
 
@@ -15,16 +20,35 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, Sequence
 
 
 FAULTS = ("429", "500", "400", "stall", "badjson", "html", "nochoices", "empty", "refusal")
+HASH_DIMENSIONS = 8
+
+
+def hash_vectors(texts: list[str], dimensions: int | None = None) -> list[list[float]]:
+    """A vector a text, numbers in [-1, 1] from its hash."""
+    size = dimensions or HASH_DIMENSIONS
+    return [[byte / 127.5 - 1 for byte in hashlib.shake_256(text.encode()).digest(size)] for text in texts]
+
+
+def embeddings_reply(body: dict, vectors: list) -> dict:
+    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+    tokens = sum(1 + len(text) // 4 for text in texts)
+    data = [{"object": "embedding", "index": index, "embedding": vector.tolist() if hasattr(vector, "tolist")
+             else list(vector)} for index, vector in enumerate(vectors)]
+    return {"object": "list", "data": data[::-1], "model": body["model"],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
 class FakeOpenAI:
     def __init__(self, latency: float = 0.0, faults: dict[int, str] | None = None, period: int = 10,
                  stall_seconds: float = 2.0, retry_after: str = "0.2", known_models: set[str] | None = None,
                  api_key: str | None = None, mode: str | None = None, empty_when: str | None = None,
-                 refuse_when: str | None = None):
+                 refuse_when: str | None = None, vectors: Callable[[list[str]], Sequence] | None = None):
+        self.vectors = vectors
+        self.embedding_bodies: list[dict] = []
         self.latency, self.faults, self.period, self.mode = latency, faults or {}, period, mode
         # replies that are no answer for the requests whose last message holds this text (asked again: the same)
         self.empty_when, self.refuse_when = empty_when, refuse_when
@@ -51,8 +75,8 @@ class FakeOpenAI:
         digest = hashlib.sha256(last.encode()).hexdigest()[:8]
         if body.get("response_format"):
             properties = body["response_format"]["json_schema"]["schema"]["properties"]
-            if "relation" in properties or "score" in properties:
-                key = "relation" if "relation" in properties else "score"
+            if {"relation", "score", "relevance"} & set(properties):  # one of the enum: the same for the same text
+                key = next(name for name in ("relation", "score", "relevance") if name in properties)
                 choices = properties[key]["enum"]
                 return json.dumps({key: choices[int(digest, 16) % len(choices)]})
             if "statements" in properties:  # one statement per sentence of the text
@@ -66,6 +90,10 @@ class FakeOpenAI:
             labels = [line[2:].split(":")[0] for line in system.splitlines() if line.startswith("- ")]
             return labels[int(digest, 16) % len(labels)]
         return f"Answer {digest}: the article says so."
+
+    def vectors_for(self, body: dict) -> Sequence:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        return hash_vectors(texts, body.get("dimensions")) if self.vectors is None else self.vectors(texts)
 
     def _handler(self):
         fake = self
@@ -104,6 +132,8 @@ class FakeOpenAI:
                     if fault:
                         fake.injected[fault] += 1
                     fake.bodies.append(body)
+                    if self.path.endswith("/embeddings"):
+                        fake.embedding_bodies.append(body)
                 try:
                     if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
                         return self._send(401, {"error": {"message": "Incorrect API key provided"}})
@@ -127,6 +157,8 @@ class FakeOpenAI:
                     if fault == "nochoices":
                         return self._send(200, {"id": "x", "object": "chat.completion"})
                     time.sleep(fake.latency)
+                    if self.path.endswith("/embeddings"):
+                        return self._send(200, embeddings_reply(body, fake.vectors_for(body)))
                     content = "" if fault == "empty" else None if fault == "refusal" else fake.reply_for(body)
                     message = {"role": "assistant", "content": content,
                                **({"refusal": "I can't help with that."} if fault == "refusal" else {})}

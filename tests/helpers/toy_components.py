@@ -29,3 +29,25 @@ class Open:
 
     def __init__(self, size: int = 1, **options):
         self.size, self.options = size, options
+
+
+@dataclass
+class QuestionEchoReader:
+    """Answers every question with the question itself, whatever was retrieved: answers that do not depend on the
+    retriever, so BERTSim differs between two runs only if the yardstick does."""
+
+    def answer(self, questions, sentence_lists, progress=None):
+        return list(questions)
+
+
+from opi.rerankers import Reranker  # noqa: E402  (appended: the toy rerankers below)
+
+
+@dataclass
+class ReversingReranker(Reranker):
+    """Scores each candidate by its position, so the retriever's order comes out reversed."""
+
+    name: str = "reverse"
+
+    def scores(self, question: str, texts: list[str]) -> list[float]:
+        return [float(position) for position in range(len(texts))]

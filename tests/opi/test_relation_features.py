@@ -11,7 +11,7 @@ from opi.schemas import EmbeddingConfig
 
 def test_the_defaults_are_the_embedding_configs():
     step = SentenceEmbeddingFeatures()
-    assert step.get_params() == {"model": EmbeddingConfig.model, "device": EmbeddingConfig.device}
+    assert step.get_params() == {"model": EmbeddingConfig.model, "device": EmbeddingConfig.device, "settings": None}
     assert clone(SentenceEmbeddingFeatures("other-model")).get_params()["model"] == "other-model"
 
 

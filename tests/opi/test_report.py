@@ -163,3 +163,71 @@ def test_a_report_without_relations_writes_no_empty_table(tmp_path):
     written = {p.name for p in tmp_path.iterdir()}
     assert "overall.csv" in written and "strengths.csv" not in written and "per_relation.csv" not in written
     assert all(p.stat().st_size > 1 for p in tmp_path.iterdir())
+
+
+def with_retrieval(frame: pd.DataFrame, quality: float, seed: int, ordered: bool = True) -> pd.DataFrame:
+    """``frame`` with retrieval metrics around ``quality``, missing on every fifth example (no evidence)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    evidence = np.arange(len(frame)) % 5 != 0
+    frame = frame.copy()
+    names = ["recall_at_2", "recall_at_5", "recall_at_10", *(["ndcg_at_2", "ndcg_at_5", "mrr"] if ordered else [])]
+    for name in names:
+        values = np.clip(rng.normal(quality, 0.1, len(frame)), 0, 1)
+        frame[name] = pd.array([v if e else None for v, e in zip(values, evidence)], dtype="Float64")
+    return frame
+
+
+@pytest.fixture(scope="module")
+def retrieval_runs(runs):
+    """An oracle (perfect, upper bound), kNN and A-Two alike, EDI far lower, and an S- union (recall only)."""
+    def run(name: str) -> pd.DataFrame:
+        return runs[f"{name} | extractive | local-clf"]
+
+    return [Configuration("Oracle | x | y", "single", "Oracle", with_retrieval(predictions(0.9, 0.9, seed=6), 1.0, 10),
+                          "upper"),
+            Configuration("kNN | x | y", "single", "kNN", with_retrieval(run("kNN"), 0.7, 11)),
+            Configuration("A-Two | x | y", "A-", "A-Two", with_retrieval(run("A-Two"), 0.7, 12)),
+            Configuration("EDI | x | y", "single", "EDI", with_retrieval(run("EDI"), 0.2, 13)),
+            Configuration("S-Two | x | y", "S-", "S-Two",
+                          with_retrieval(predictions(0.7, 0.6, seed=7), 0.8, 14, ordered=False))]
+
+
+def test_the_retrieval_table_tests_against_the_best_and_flags_the_oracle(retrieval_runs):
+    report = build_report(retrieval_runs, RELATIONS, FAST)
+    table = report.retrieval.set_index("configuration")
+    assert "ndcg_at_5" in table and "ndcg_at_2" not in table  # the cut-off nearest 4
+    assert {"mrr", "recall_at_2", "recall_at_5", "recall_at_10", "mrr_ci_low", "ndcg_at_5_ci_high"} <= set(table)
+    knn = retrieval_runs[1].predictions
+    assert table.loc["kNN | x | y", "ndcg_at_5"] == pytest.approx(knn["ndcg_at_5"].dropna().mean())
+    assert table.loc["kNN | x | y", "n"] == 48  # 60 examples, every fifth without evidence
+    oracle = table.loc["Oracle | x | y"]
+    assert oracle["note"] == "perfect by construction" and pd.isna(oracle["ndcg_verdict"])
+    assert oracle["ndcg_at_5"] > table["ndcg_at_5"].drop("Oracle | x | y").max()  # highest, and still not best
+    assert sorted(table.loc[["kNN | x | y", "A-Two | x | y"], "ndcg_verdict"]) == ["best", "not distinguishable"]
+    assert table.loc["EDI | x | y", "ndcg_verdict"] == "lower" and table.loc["EDI | x | y", "mrr_verdict"] == "lower"
+    s_two = table.loc["S-Two | x | y"]
+    assert pd.isna(s_two["ndcg_at_5"]) and pd.isna(s_two["mrr"]) and s_two["recall_at_5"] > 0.7
+    assert s_two["note"] == "unordered: recall only" and pd.isna(s_two["ndcg_verdict"])
+    best = table.index[table["ndcg_verdict"] == "best"][0]
+    runner_up = ({"kNN | x | y", "A-Two | x | y"} - {best}).pop()
+    headline = report.headline()
+    sentence = headline.split(" Retrieval against the gold evidence")[1]
+    assert f"best **{best}**" in sentence
+    assert "significantly different from it: EDI | x | y;" in sentence
+    assert f"not distinguishable: {runner_up};" in sentence
+    assert "not compared: Oracle | x | y (perfect by construction), S-Two | x | y (unordered: recall only)." in sentence
+    markdown = report.markdown()
+    assert "## Retrieval against gold evidence" in markdown and "perfect by construction" in markdown
+    assert "nDCG@5" in markdown and "recall@10" in markdown
+
+
+def test_retrieval_is_written_only_where_the_runs_have_it(runs, retrieval_runs, tmp_path):
+    plain = build_report(configurations(runs, KINDS), RELATIONS, FAST)
+    assert plain.retrieval.empty and "Retrieval against" not in plain.headline() + plain.markdown()
+    plain.write(tmp_path / "plain")
+    assert not (tmp_path / "plain" / "retrieval.csv").exists()
+    build_report(retrieval_runs, RELATIONS, FAST).write(tmp_path / "with")
+    assert "Oracle | x | y" in pd.read_csv(tmp_path / "with" / "retrieval.csv")["configuration"].tolist()
+    assert "Retrieval against gold evidence" in (tmp_path / "with" / "report.html").read_text()

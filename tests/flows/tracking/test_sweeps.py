@@ -5,7 +5,7 @@ import mlflow
 import pytest
 
 from flows.run.errors import CommandError
-from flows.tracking.sweeps import find_sweep, sweep_incomplete
+from flows.tracking.sweeps import configuration_names, find_sweep, sweep_incomplete
 
 
 def parent(status: str, planned: str | None):
@@ -28,3 +28,16 @@ def test_a_store_without_the_experiment_or_a_sweep_is_one_line(tmp_path):
     client.create_experiment("opi", artifact_location=str(tmp_path / "a"))
     with pytest.raises(CommandError, match="experiment 'opi' has no finished sweep with child runs"):
         find_sweep(client, "opi", None)
+
+
+def fake_run(run_id: str, name: str, **params: str):
+    return SimpleNamespace(info=SimpleNamespace(run_id=run_id, run_name=name), data=SimpleNamespace(params=params))
+
+
+def test_configurations_that_share_a_name_are_told_apart_by_the_settings_they_differ_in():
+    runs = [fake_run("a1", "kNN | x", **{"retriever.k": "2", "seed": "0"}),
+            fake_run("a2", "kNN | x", **{"retriever.k": "8", "seed": "0"}),
+            fake_run("b1", "BM25 | x", **{"retriever.k": "4"}),
+            fake_run("c1", "DPS | x"), fake_run("c2", "DPS | x")]
+    assert configuration_names(runs) == {"a1": "kNN | x [retriever.k=2]", "a2": "kNN | x [retriever.k=8]",
+                                         "b1": "BM25 | x", "c1": "DPS | x [run c1]", "c2": "DPS | x [run c2]"}

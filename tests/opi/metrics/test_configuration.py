@@ -123,3 +123,20 @@ def test_examples_without_an_answer_are_left_out_of_every_score_and_counted():
     # over a and c: BERTSim (0.8 + 0.6) / 2 = 0.7, LRCR 2 / 2 = 1.0
     assert metrics["bertsim"] == pytest.approx(0.7) and metrics["lrcr"] == 1.0
     assert metrics["answers_missing"] == 1.0 and metrics["n_examples"] == 2.0
+
+
+def test_retrieval_metrics_are_averaged_over_the_examples_with_evidence():
+    rows = four_rows(recall_at_4=pd.array([1.0, None, 0.5, 0.0], dtype="Float64"),
+                     ndcg_at_4=pd.array([1.0, None, 0.25, 0.0], dtype="Float64"),
+                     mrr=pd.array([1.0, None, 0.5, 0.0], dtype="Float64"))
+    metrics, _ = metrics_of(rows)
+    assert metrics["retrieval_examples"] == 3  # e2 had no evidence in a chunk
+    assert metrics["recall_at_4"] == pytest.approx(0.5)  # (1.0 + 0.5 + 0.0) / 3
+    assert metrics["ndcg_at_4"] == pytest.approx(1.25 / 3) and metrics["mrr"] == pytest.approx(0.5)
+    for name in ("recall_at_4", "ndcg_at_4", "mrr"):
+        assert metrics[f"{name}_ci_low"] <= metrics[name] <= metrics[f"{name}_ci_high"], name
+    without, _ = metrics_of(four_rows())
+    assert {k: v for k, v in metrics.items() if not k.startswith(("recall_at", "ndcg_at", "mrr", "retrieval_"))
+            } == without  # the other metrics do not change
+    unlabelled, _ = metrics_of(rows.assign(relation=None))
+    assert unlabelled["mrr"] == pytest.approx(0.5) and unlabelled["retrieval_examples"] == 3

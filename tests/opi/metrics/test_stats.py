@@ -110,3 +110,48 @@ def test_rows_whose_missing_relations_are_nan_are_one_stratum():
                          "similarity": [0.9, 0.1, 0.5, 0.5]})
     (interval,) = confidence_intervals(rows, resamples=200, metrics=("bertsim",)).values()
     assert interval.value == pytest.approx(0.5) and 0.1 <= interval.low <= 0.5 <= interval.high <= 0.9
+
+
+def column_rows(values, relations=None) -> pd.DataFrame:
+    n = len(values)
+    return pd.DataFrame({"id": [f"e{i}" for i in range(n)], "relation": relations or ["fuzzy"] * n,
+                         "ndcg_at_4": pd.array(values, dtype="Float64")})
+
+
+def test_a_column_mean_and_its_interval_leave_missing_values_out():
+    from opi.metrics.stats import column_interval, column_mean
+
+    values = np.array([0.2, 0.4, 0.9])
+    draws = np.array([[0, 1, 2], [2, 2, 2], [0, 0, 1]])
+    assert column_mean(values, draws) == pytest.approx([0.5, 0.9, 0.8 / 3])  # (0.2+0.4+0.9)/3, 0.9, (0.2+0.2+0.4)/3
+    rows = column_rows([1.0, None, 0.5, 0.0], relations=["a", "a", "b", "b"])
+    interval = column_interval(rows, "ndcg_at_4", resamples=500)
+    # over the three with values: (1.0 + 0.5 + 0.0) / 3 = 0.5; within relations a draws only 1.0, so every
+    # resample mean is (1.0 + two draws of {0.5, 0.0}) / 3, between 1/3 and 2/3
+    assert interval.value == pytest.approx(0.5) and 1 / 3 <= interval.low <= 0.5 <= interval.high <= 2 / 3
+    assert column_interval(column_rows([None, None]), "ndcg_at_4") is None
+
+
+def test_a_paired_column_test_finds_a_clear_difference_and_not_noise():
+    from opi.metrics.stats import compare_column
+
+    rng = np.random.default_rng(0)
+    good = column_rows(list(np.clip(rng.normal(0.8, 0.1, 40), 0, 1)))
+    bad = column_rows(list(np.clip(rng.normal(0.3, 0.1, 40), 0, 1)))
+    twin = column_rows(list(np.clip(rng.normal(0.8, 0.1, 40), 0, 1)))
+    clear = compare_column(good, bad, "ndcg_at_4", resamples=2000)
+    assert clear.significant and clear.verdict == "higher" and clear.p_value < 0.001
+    assert clear.difference == pytest.approx(good["ndcg_at_4"].mean() - bad["ndcg_at_4"].mean())
+    noise = compare_column(good, twin, "ndcg_at_4", resamples=2000)
+    assert not noise.significant and noise.verdict == "not distinguishable"
+
+
+def test_a_paired_column_test_leaves_out_pairs_missing_a_value():
+    from opi.metrics.stats import compare_column
+
+    first = column_rows([0.9, None, 0.7, 0.5])
+    second = column_rows([0.1, 0.2, None, 0.5]).iloc[::-1].reset_index(drop=True)  # any order: paired by id
+    result = compare_column(first, second, "ndcg_at_4", resamples=500)
+    assert result.difference == pytest.approx((0.9 + 0.5) / 2 - (0.1 + 0.5) / 2)  # e0 and e3 only: 0.4
+    single = compare_column(column_rows([0.9, None]), column_rows([0.1, 0.3]), "ndcg_at_4")
+    assert single.difference == pytest.approx(0.8) and not single.significant

