@@ -76,6 +76,7 @@ def distinct_texts(folder: Path) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--report-out", type=Path, help="copy the first command's sweep report here")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
@@ -91,6 +92,9 @@ def main() -> None:
             work = embedding_work(folder, since)
             print(f"{label}: {seconds[-1]:.1f} s, {work['runs']} runs; texts computed {work['computed']:.0f}, read "
                   f"from the store {work['from_store']:.0f}; store now holds {stored(folder)} vectors", flush=True)
+            if number == 0 and args.report_out:
+                report = next(folder.glob("mlruns/artifacts/**/report/report.md")).parent
+                shutil.copytree(report, args.report_out, dirs_exist_ok=True)
         texts = distinct_texts(folder)
         from opi.embeddings import SentenceEmbedder
 

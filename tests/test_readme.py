@@ -44,6 +44,7 @@ def commands(text: str) -> list[str]:
 
 
 SWEEPING = commands(section("## Sweeping"))
+OWN_STACK = commands(section("### Compare your own stack"))
 OTHER_DATA = commands(section("### Other data"))
 
 
@@ -54,7 +55,7 @@ def overrides(command: str) -> list[str]:
 
 
 def test_the_sections_have_the_commands_this_test_covers():
-    assert len(SWEEPING) >= 15 and len(OTHER_DATA) == 4
+    assert len(SWEEPING) >= 15 and len(OTHER_DATA) == 4 and len(OWN_STACK) == 7
     assert any("my_pkg.MyRetriever" in c for c in SWEEPING) and any("dataset.columns=" in c for c in OTHER_DATA)
 
 
@@ -73,7 +74,7 @@ def jobs(command: str) -> list[list[str]]:
         return expand({}, overrides(command), GlobalHydra.instance().config_loader()).jobs
 
 
-@pytest.mark.parametrize("command", SWEEPING)
+@pytest.mark.parametrize("command", [*SWEEPING, *OWN_STACK])
 def test_every_sweeping_command_composes_and_checks(command):
     for job in jobs(command):
         config = typed(compose_config(job), job)

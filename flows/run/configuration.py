@@ -73,9 +73,10 @@ def run_configuration(config: OPIConfig) -> dict[str, Any]:
 
 
 def embedding_work(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
-    """Embedding work in this job (texts computed, read from the persistent store), and in this process so far
-    (computed, distinct, asked for)."""
-    return {"texts_embedded": after["computed"] - before["computed"],
+    """Embedding work in this job (texts computed, read from the persistent store, an endpoint's requests, tokens
+    and cost), and in this process so far (computed, distinct, asked for)."""
+    endpoint = {name: value - before.get(name, 0.0) for name, value in after.items() if name.startswith("embedding_")}
+    return {**endpoint, "texts_embedded": after["computed"] - before["computed"],
             "texts_from_embedding_store": after["stored"] - before["stored"],
             "embedder_texts_embedded_total": after["computed"], "embedder_unique_texts": after["unique"],
             "embedder_texts_requested_total": after["computed"] + after["stored"] + after["memory"]}

@@ -66,4 +66,5 @@ class MultirunParentRun(Callback):
         run = client.get_run(parent)
         size = int(run.data.metrics.get("configurations", 0))
         metric = run.data.tags.get("opi.ranked_by", "opi_1")
+        metric = metric if metric in ("opi_1", "bertsim") else "bertsim"  # not ranked: different yardsticks
         log.info("%s", ui_pointer(tracking.tracking_uri, run.info.experiment_id, parent, size, metric))

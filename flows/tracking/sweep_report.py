@@ -26,17 +26,12 @@ log = logging.getLogger("opi")
 COLUMNS = ["bertsim", "lrcr", "opi_1", "opi_1_mean", "opi_2", "opi_0_5", "cache_hits", "seconds_total"]
 
 
-def comparison_table(client: MlflowClient, parent_run_id: str) -> pd.DataFrame:
-    """The children's headline metrics, best first; in run order when their BERTSim used different yardsticks."""
-    runs = children(client, parent_run_id)
+def comparison_table(runs: list, ranked: bool = True) -> pd.DataFrame:
+    """The children's headline metrics, best first (``ranked``), else in run order."""
     names = configuration_names(runs)
-    rows = [{"configuration": names[run.info.run_id], **{c: run.data.metrics.get(c) for c in COLUMNS
-                                                     if c in run.data.metrics}} for run in runs]
-    table = pd.DataFrame(rows)
-    clash = yardstick_clash(runs, parent_run_id)
-    if table.empty or clash:
-        if clash:
-            log.warning("%s", clash)
+    table = pd.DataFrame([{"configuration": names[run.info.run_id], **{c: run.data.metrics.get(c) for c in COLUMNS
+                                                                       if c in run.data.metrics}} for run in runs])
+    if table.empty or not ranked:
         return table
     return table.sort_values("opi_1" if "opi_1" in table else "bertsim", ascending=False).reset_index(drop=True)
 
@@ -46,7 +41,11 @@ def yardstick_clash(runs: list, parent_run_id: str) -> str | None:
 
 
 def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
-    table = comparison_table(client, parent_run_id)
+    """The comparison table on the parent run, ranked unless the runs measured BERTSim with different
+    yardsticks (then said once, and left in run order)."""
+    runs = children(client, parent_run_id)
+    clash = yardstick_clash(runs, parent_run_id)
+    table = comparison_table(runs, ranked=clash is None)
     if table.empty:
         return
     with tempfile.TemporaryDirectory() as folder:
@@ -54,8 +53,13 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
         (Path(folder) / "comparison.txt").write_text(table.to_string(index=False, float_format="%.4f"))
         client.log_artifacts(parent_run_id, folder)
     client.log_metric(parent_run_id, "configurations", len(table))
-    client.set_tag(parent_run_id, "opi.ranked_by", "opi_1" if "opi_1" in table else "bertsim")
     shown = [c for c in ("configuration", "bertsim", "lrcr", "opi_1") if c in table]
+    if clash:
+        client.set_tag(parent_run_id, "opi.ranked_by", "none: different yardsticks")
+        log.warning("%s\nsweep of %d configurations, not ranked:\n%s", clash, len(table),
+                    table[shown].to_string(index=False, float_format="%.4f"))
+        return
+    client.set_tag(parent_run_id, "opi.ranked_by", "opi_1" if "opi_1" in table else "bertsim")
     log.info("sweep of %d configurations, ranked by %s:\n%s", len(table), "OPI-1" if "opi_1" in table else "BERTSim",
              table[shown].to_string(index=False, float_format="%.4f"))
 

@@ -78,8 +78,14 @@ def shared_embedder(model: str = EmbeddingConfig.model, device: str = EmbeddingC
     return embedder_for(config, store)
 
 
-def embedding_counts() -> dict[str, int]:
-    """Texts computed, read from the store and reused in memory, over every embedder of this process."""
+def embedding_counts() -> dict[str, float]:
+    """Texts computed, read from the store and reused in memory, over every embedder of this process; and the
+    endpoints' usage (``embedding_calls``, ``embedding_prompt_tokens``, ``embedding_cost_usd``, ...), summed."""
     embedders = list(_SHARED.values())
-    return {"computed": sum(e.texts_embedded for e in embedders), "stored": sum(e.store_hits for e in embedders),
-            "memory": sum(e.cache_hits for e in embedders), "unique": sum(e.unique_texts for e in embedders)}
+    counts = {"computed": sum(e.texts_embedded for e in embedders), "stored": sum(e.store_hits for e in embedders),
+              "memory": sum(e.cache_hits for e in embedders), "unique": sum(e.unique_texts for e in embedders)}
+    for embedder in embedders:
+        usage = getattr(embedder, "usage", None)
+        for name, value in (usage.as_metrics("embedding").items() if usage is not None else ()):
+            counts[name] = counts.get(name, 0.0) + value
+    return counts

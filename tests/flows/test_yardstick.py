@@ -10,7 +10,7 @@ from tests.helpers.paths import ROOT
 from tests.helpers.tiny_models import tiny_sentence_transformer
 
 ECHO = "tests.helpers.toy_components.QuestionEchoReader"  # answers that do not depend on what was retrieved
-COMMON = ["dataset.limit=5", "classifier.folds=2", "report.enabled=false", "llm=custom",
+COMMON = ["dataset.limit=4", "relations.gold=none", "report.enabled=false", "llm=custom",
           f"llm.reader._target_={ECHO}"]
 ENV = {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
