@@ -54,7 +54,6 @@ def run_configuration(config: OPIConfig) -> dict[str, Any]:
     else computed stage by stage (each stage cached on its own inputs, shared with other configurations)."""
     data = load_data(config)
     cache_dir, started = config.paths.cache_dir, time.perf_counter()
-    use_store(config.paths.embedding_store)  # this process's embedders (on Dask, workers keep vectors in memory)
     before = embedding_counts()
     registered = resolve_registered(config)
     key = configuration_key(config, data, registered)
@@ -92,6 +91,7 @@ def evaluate(config: OPIConfig) -> dict[str, Any]:
     copy of it (or of an ``llm.base_url`` with credentials in it) in its database."""
     @flow(name="opi-evaluate", flow_run_name=describe(config).name, task_runner=task_runner(config.orchestration))
     def evaluate_configuration() -> dict[str, Any]:
-        return run_configuration(config)
+        with use_store(config.paths.embedding_store):  # this process's embedders (Dask workers: in memory only)
+            return run_configuration(config)
 
     return run_flow(evaluate_configuration)

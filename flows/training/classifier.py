@@ -178,7 +178,6 @@ def train_and_evaluate(cfg: OPIConfig) -> dict[str, float]:
     mlflow.set_tracking_uri(cfg.tracking.tracking_uri)  # this command's own process: the fluent API logs the model
     split = balanced(cfg)
     name = run_name(cfg, split)
-    use_store(cfg.paths.embedding_store)
     with mlflow.start_run(experiment_id=experiment_id, run_name=name):
         settings = {**effective_settings(cfg), "train": dataclasses.asdict(cfg.train)}
         mlflow.log_params({k: str(v)[:500] for k, v in flatten(settings).items()})
@@ -202,6 +201,7 @@ def train_classifier(config: OPIConfig) -> dict[str, float]:
     """The work as one Prefect flow run."""
     @flow(name="opi-train-classifier", validate_parameters=False)
     def train() -> dict[str, float]:
-        return train_and_evaluate(config)
+        with use_store(config.paths.embedding_store):
+            return train_and_evaluate(config)
 
     return run_flow(train)

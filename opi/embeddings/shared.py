@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from contextlib import contextmanager
 from typing import Any, Mapping
 
 from opi.embeddings.base import Embedder
@@ -17,10 +18,15 @@ _LOCK = threading.Lock()
 _RUN_STORE: list[str | None] = [None]  # the store of the run this process is doing (``use_store``)
 
 
-def use_store(path: str | None) -> None:
-    """Keep the vectors of every embedder asked for from now on (without a store of its own) in the store at
-    ``path`` (None: in memory only): a run says so once, before its stages."""
-    _RUN_STORE[0] = path
+@contextmanager
+def use_store(path: str | None):
+    """While in the block, the vectors of every embedder asked for (without a store of its own) are kept in the
+    store at ``path`` (None: in memory only): a run says so once, around its stages."""
+    before, _RUN_STORE[0] = _RUN_STORE[0], path
+    try:
+        yield
+    finally:
+        _RUN_STORE[0] = before
 
 
 def resolved(run: EmbeddingConfig, override: Any = None) -> EmbeddingConfig:

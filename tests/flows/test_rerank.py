@@ -91,11 +91,15 @@ def test_a_single_retrievers_candidates_are_reranked_then_cut_to_k(corpus, candi
     assert ranking_depth(config) == max(20, candidates)
 
 
+def reversed_combination(corpus, combination: str, candidates: int, *more: str):
+    """The two lexical members' own rankings, and what the combination retrieves with the reversing reranker."""
+    config = config_of(f"combination={combination}", *LEXICAL, "rerank=custom", f"rerank._target_={REVERSE}",
+                       f"rerank.candidates={candidates}", *more)
+    return (*member_rankings(config, corpus), *retrieved_ids(config, corpus))
+
+
 def test_an_a_combination_reranks_its_fused_candidates_then_cuts_to_its_k(corpus):
-    config = config_of("combination=a_two", *LEXICAL, "rerank=custom", f"rerank._target_={REVERSE}",
-                       "rerank.candidates=6", "combination.k=3")
-    bm25, tfidf = member_rankings(config, corpus)
-    ids, scores, reranking, stages = retrieved_ids(config, corpus)
+    bm25, tfidf, ids, scores, reranking, stages = reversed_combination(corpus, "a_two", 6, "combination.k=3")
     for example_id, chosen in ids.items():
         fused = reciprocal_rank_fusion([bm25[example_id].top(6), tfidf[example_id].top(6)], None, 60, 6)
         assert chosen == reversed_top(fused, 6, 3)
@@ -104,10 +108,7 @@ def test_an_a_combination_reranks_its_fused_candidates_then_cuts_to_its_k(corpus
 
 
 def test_an_s_combination_reranks_each_members_candidates_before_the_union(corpus):
-    config = config_of("combination=s_two", *LEXICAL, "rerank=custom", f"rerank._target_={REVERSE}",
-                       "rerank.candidates=5", "retrievers.tfidf.k=2")
-    bm25, tfidf = member_rankings(config, corpus)
-    ids, scores, reranking, stages = retrieved_ids(config, corpus)
+    bm25, tfidf, ids, _, reranking, stages = reversed_combination(corpus, "s_two", 5, "retrievers.tfidf.k=2")
     for example_id, chosen in ids.items():
         expected = [*reversed_top(bm25[example_id], 5, 4), *reversed_top(tfidf[example_id], 5, 2)]
         assert chosen == tuple(dict.fromkeys(expected))
