@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from opi import components
+from opi.embeddings import resolved
 from opi.rerankers import NoReranker
-from opi.schemas import OPIConfig
+from opi.schemas import EmbeddingConfig, OPIConfig
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,20 @@ def describe(config: OPIConfig) -> Identity:
     retrieval = setup if isinstance(config.rerank, NoReranker) else f"{setup} > {config.rerank.name}"
     return Identity(setup, config.combination.kind, members, " | ".join([retrieval, config.llm.name,
                                                                          *classifier_names(config)]), bound)
+
+
+def own_embedding(config: OPIConfig, component: Any) -> EmbeddingConfig:
+    """The embedding model ``component`` uses: its own ``embedding`` settings over the run's ``embedding``."""
+    return resolved(config.embedding, getattr(component, "embedding", None))
+
+
+def component_embeddings(config: OPIConfig) -> dict[str, EmbeddingConfig]:
+    """Each component of the configuration that embeds, by its config path, with the model it uses."""
+    users = {**({"retriever": config.retriever} if config.single else
+                {f"retrievers.{name}": member for name, member in config.members().items()}),
+             "llm.reader": config.llm.reader, "classifier": config.classifier}
+    return {path: own_embedding(config, component) for path, component in users.items()
+            if hasattr(component, "embedding")}
 
 
 def classifier_names(config: OPIConfig) -> list[str]:

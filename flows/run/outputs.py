@@ -9,10 +9,9 @@ from typing import Callable
 
 from hydra.core.hydra_config import HydraConfig
 
-from flows.run.identity import describe, effective_settings
+from flows.run.identity import component_embeddings, describe, effective_settings
 from flows.run.redaction import scrub_files
 from flows.tracking.runs import log_run
-from opi.embeddings import resolved
 from opi.llm.prompts import load_prompt
 from opi.schemas import OPIConfig
 from opi.yardstick import yardstick_tags
@@ -41,11 +40,8 @@ def prompt_tags(config: OPIConfig) -> dict[str, str]:
 
 def embedding_tags(config: OPIConfig) -> dict[str, str]:
     """The yardstick BERTSim was measured with, and the embedding model of each component that embeds."""
-    users = {**{f"retriever.{name}": member for name, member in config.members().items()},
-             "reader": config.llm.reader, "classifier": config.classifier}
-    models = {f"opi.embedding.{role}": resolved(config.embedding, component.embedding).model
-              for role, component in users.items() if hasattr(component, "embedding")}
-    return {**yardstick_tags(config.metrics.similarity), **models}
+    return {**yardstick_tags(config.metrics.similarity),
+            **{f"opi.embedding.{path}": settings.model for path, settings in component_embeddings(config).items()}}
 
 
 def write_atomically(path: Path, write: Callable[[Path], None]) -> None:

@@ -17,10 +17,10 @@ from flows.orchestration.server import ensure_api
 from flows.run.config import refuse_secrets, typed
 from flows.run.data import Data, load_data, training_for
 from flows.run.errors import EXIT_USER_ERROR, composed, run_or_explain
+from flows.run.identity import component_embeddings
 from flows.run.progress import planned_sweep, start_sweep
 from flows.run.store_checks import check_stores
 from opi.data import DataError
-from opi.embeddings import resolved
 from opi.llm.client import api_key, check_keys
 from opi.relations import gold_source
 from opi.schemas import EmbeddingConfig, OPIConfig
@@ -99,12 +99,8 @@ def check_key_variable(config: OPIConfig) -> None:
 
 def embedding_settings(config: OPIConfig) -> dict[str, EmbeddingConfig]:
     """Every embedding model the run uses, by config path: the run's, the yardstick, components' own."""
-    users = {**({"retriever": config.retriever} if config.single else
-                {f"retrievers.{name}": member for name, member in config.members().items()}),
-             "llm.reader": config.llm.reader, "classifier": config.classifier}
     return {"embedding": config.embedding, "metrics.similarity": config.metrics.similarity,
-            **{f"{path}.embedding": resolved(config.embedding, component.embedding)
-               for path, component in users.items() if hasattr(component, "embedding")}}
+            **{f"{path}.embedding": settings for path, settings in component_embeddings(config).items()}}
 
 
 def resolve_gold(config: OPIConfig, data: Data) -> OPIConfig:

@@ -13,16 +13,16 @@ from flows.orchestration import tasks
 from flows.orchestration.cache import HashedDict, StageCalls, hashed
 from flows.orchestration.tasks import RegisteredModel, StageContext, code_for
 from flows.run.data import Data, training_for
+from flows.run.identity import own_embedding
 from flows.run.preflight import notice_once
 from opi.articles import Article, corpus_view
-from opi.embeddings import resolved
 from opi.classify import training_warnings
 from opi.combine import Single
 from opi.llm.faults import LLMError
 from opi.metrics.configuration import configuration_metrics, usage_totals
+from opi.metrics.retrieval import retrieval_columns
 from opi.predictions import prediction_rows, with_scores
 from opi.relations import UNKNOWN, Triple
-from opi.metrics.retrieval import retrieval_columns
 from opi.rerankers import candidate_pools, reranks
 from opi.retrieval import combine, cut, evaluated_rankings, sentence_texts
 from opi.schemas import OPIConfig
@@ -111,11 +111,6 @@ def rerank_stage(config: OPIConfig, pools: list[dict], data: Data, articles: dic
     for result in results:
         reranking = added(reranking, {**result["counts"], **result["usage"]})
     return [result["rankings"] for result in results], reranking
-
-
-def own_embedding(config: OPIConfig, component):
-    """The embedding model ``component`` uses: its own ``embedding`` settings over the run's ``embedding``."""
-    return resolved(config.embedding, getattr(component, "embedding", None))
 
 
 def relation_stages(config: OPIConfig, data: Data, applied: list, registered: RegisteredModel | None,

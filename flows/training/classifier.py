@@ -22,12 +22,12 @@ from sklearn.model_selection import StratifiedKFold, cross_val_score
 from flows.orchestration.clients import client_for
 from flows.orchestration.server import run_flow
 from flows.run.data import load_data
-from flows.run.identity import effective_settings
+from flows.run.identity import effective_settings, own_embedding
 from flows.tracking.runs import flatten
 from flows.tracking.store import open_experiment
 from opi.classify import (LLMRelationClassifier, LocalRelationClassifier, endpoint_settings, relation_pipeline,
                           triples_frame)
-from opi.embeddings import embedder_for, resolved, use_store
+from opi.embeddings import embedder_for, use_store
 from opi.components import with_resources
 from opi.data import Example, balanced_split
 from opi.llm import finetune
@@ -66,14 +66,9 @@ def balanced(cfg: OPIConfig) -> Split:
     return Split(data.relation_set, train, test, len(caught))
 
 
-def features_embedding(cfg: OPIConfig):
-    """The classifier's embedding model: its own settings over the run's ``embedding``."""
-    return resolved(cfg.embedding, getattr(cfg.classifier, "embedding", None))
-
-
 def fit_local(cfg: OPIConfig, split: Split) -> tuple[Any, dict[str, float]]:
     """Cross-validate each family on train, fit the best on all of train, log and register it."""
-    t, emb, C = cfg.train, features_embedding(cfg), getattr(cfg.classifier, "C", LocalRelationClassifier.C)
+    t, emb, C = cfg.train, own_embedding(cfg, cfg.classifier), getattr(cfg.classifier, "C", LocalRelationClassifier.C)
     words = getattr(cfg.classifier, "question_words", LocalRelationClassifier.question_words)
     frame, labels = triples_frame(split.triples(split.train)), split.labels(split.train)
     folds = StratifiedKFold(n_splits=t.cv_folds, shuffle=True, random_state=cfg.seed)
@@ -127,7 +122,7 @@ def predict(cfg: OPIConfig, split: Split, fitted=None, model_id: str | None = No
             ) -> tuple[list[str], dict[str, float]]:
     """Test-split predictions of the configured (or just trained) classifier, and the LLM usage they cost."""
     classifier, test = cfg.classifier, split.triples(split.test)
-    resources = {"embedder": embedder_for(features_embedding(cfg)), "embedding": features_embedding(cfg),
+    resources = {"embedder": embedder_for(own_embedding(cfg, cfg.classifier)), "embedding": own_embedding(cfg, cfg.classifier),
                  "seed": cfg.seed,
                  "relation_set": split.relation_set}
     if fitted is not None or getattr(classifier, "registered", None):

@@ -33,8 +33,8 @@ def test_a_retrievers_embedding_model_leaves_the_yardstick_alone(tmp_path, tiny_
     run_cli("flows.cli.evaluate", tmp_path, "retriever=knn", f"retriever.embedding.model={tiny_model}", *COMMON,
             env=ENV)
     client, (packaged, tiny) = configuration_runs(tmp_path)
-    assert packaged.data.tags["opi.embedding.retriever.retriever"] == "packaged:all-MiniLM-L6-v2"
-    assert tiny.data.tags["opi.embedding.retriever.retriever"] == str(tiny_model)
+    assert packaged.data.tags["opi.embedding.retriever"] == "packaged:all-MiniLM-L6-v2"
+    assert tiny.data.tags["opi.embedding.retriever"] == str(tiny_model)
     assert packaged.data.params["metrics.similarity.model"] == tiny.data.params["metrics.similarity.model"]
     assert packaged.data.tags["opi.yardstick"] == tiny.data.tags["opi.yardstick"]
     assert packaged.data.tags["opi.yardstick_model"] == "packaged:all-MiniLM-L6-v2"
