@@ -11,6 +11,7 @@ from flows.orchestration.server import OrchestrationError
 from flows.run.store_checks import StoreError
 from opi.data import DataError
 from opi.llm.faults import LLMError
+from opi.retrievers.base import RetrievalTooSlow
 
 log = logging.getLogger("opi")
 EXIT_USER_ERROR = 2
@@ -33,7 +34,7 @@ def was_composed() -> bool:
 
 def explained(err: BaseException) -> str | None:
     """The one line a user error ends the run with; None for anything else (a bug: its traceback is shown)."""
-    if isinstance(err, CommandError):
+    if isinstance(err, (CommandError, RetrievalTooSlow)):
         return str(err)
     if isinstance(err, DataError):
         return f"dataset problem: {err}"

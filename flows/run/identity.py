@@ -33,7 +33,8 @@ class Identity:
 
 
 def describe(config: OPIConfig) -> Identity:
-    members = tuple(getattr(r, "name", type(r).__name__) for r in config.members().values())
+    members = tuple(getattr(r, "label", None) or getattr(r, "name", type(r).__name__)
+                    for r in config.members().values())
     setup = members[0] if config.single else config.combination.name
     bound = getattr(config.retriever, "bound", None) if config.single else None
     retrieval = setup if isinstance(config.rerank, NoReranker) else f"{setup} > {config.rerank.name}"

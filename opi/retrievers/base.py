@@ -25,6 +25,10 @@ import numpy as np
 from opi.chunking import Chunk
 
 
+class RetrievalTooSlow(ValueError):
+    """A ranking that would take hours, refused before it starts: the message says how long and what to set."""
+
+
 @dataclass(frozen=True)
 class Ranking:
     chunk_ids: tuple[int, ...]
@@ -66,6 +70,11 @@ class Retriever(ABC):
     def __post_init__(self):
         if not isinstance(self.k, int) or self.k < 1:
             raise ValueError(f"k must be >= 1, got {self.k}")
+
+    @property
+    def label(self) -> str:
+        """How runs show the retriever: its name, and any approximation it makes."""
+        return self.name
 
     def score(self, questions: list[str], chunks: list[Chunk]) -> np.ndarray:
         """One row of chunk scores per question (higher is better); or override ``rank``."""

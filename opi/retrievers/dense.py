@@ -4,6 +4,10 @@ DPS (dot-product similarity) scores raw pooled embeddings, so a chunk's vector n
 similarity (DPS on unit vectors); MMR (maximal marginal relevance) picks, from the ``fetch_k`` most similar chunks,
 greedily by ``lambda_mult * sim(query) - (1 - lambda_mult) * max sim(already picked)`` using LangChain's own
 implementation.
+
+Exact search (``index=exact``, the default) scores blocks of chunks against all questions and keeps a running top k
+(``opi.retrievers.topk``): the ranking of a full sort, in memory bounded by the block, each distinct chunk text
+scored once. ``index=faiss`` searches an approximate index (``opi.retrievers.ann``) for corpora beyond exact search.
 """
 from __future__ import annotations
 
@@ -14,26 +18,53 @@ import numpy as np
 
 from opi.chunking import Chunk
 from opi.retrievers.base import Ranking, Retriever
+from opi.retrievers.topk import DistinctTexts, block_length, top_k
 from opi.schemas import EmbeddingOverride
+
+INDEXES = ("exact", "faiss")
 
 
 @dataclass
 class _EmbeddingRetriever(Retriever):
     # this retriever's own embedding model (retriever.embedding.model=...): unset settings are the run's embedding
     embedding: EmbeddingOverride = field(default_factory=EmbeddingOverride)
+    index: str = "exact"  # exact | faiss (approximate: pip install faiss-cpu)
     normalize: ClassVar[bool] = True
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.index not in INDEXES:
+            raise ValueError(f"index must be one of {', '.join(INDEXES)}, got {self.index!r}")
+
+    @property
+    def label(self) -> str:
+        return self.name if self.index == "exact" else f"{self.name} ({self.index})"
 
     def prepare(self, questions, chunks):
         self._require_embedder().raw([*questions, *(c.text for c in chunks)])
 
-    def _vectors(self, questions: list[str], chunks: list[Chunk]) -> tuple[np.ndarray, np.ndarray]:
-        embedder = self._require_embedder()
-        return (embedder.encode(questions, normalize=self.normalize),
-                embedder.encode([c.text for c in chunks], normalize=self.normalize))
+    def _vectors(self, texts: list[str]) -> np.ndarray:
+        return self._require_embedder().encode(texts, normalize=self.normalize)
 
     def score(self, questions, chunks):
-        q, d = self._vectors(questions, chunks)
-        return q @ d.T
+        return self._vectors(questions) @ self._vectors([c.text for c in chunks]).T
+
+    def top(self, questions: list[str], chunks: list[Chunk], depth: int) -> tuple[list[Ranking], np.ndarray,
+                                                                                  DistinctTexts]:
+        """Each question's ``depth`` most similar chunks, the questions' vectors and the chunks' distinct texts."""
+        distinct = DistinctTexts.of([c.text for c in chunks])
+        q, d = self._vectors(questions), self._vectors(distinct.texts)
+        if self.index == "faiss":
+            from opi.retrievers.ann import search
+
+            rows, values = search(q, d, depth, metric="inner_product")
+        else:
+            rows, values = top_k(lambda start, stop: q @ d[start:stop].T, len(q), len(d), depth,
+                                 block_length(len(q), q.itemsize))
+        return distinct.rankings(rows, values, depth), q, distinct
+
+    def rank(self, questions, chunks, depth):
+        return self.top(questions, chunks, depth)[0]
 
 
 @dataclass
@@ -63,11 +94,12 @@ class MMRRetriever(_EmbeddingRetriever):
     def rank(self, questions, chunks, depth):
         from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-        q, d = self._vectors(questions, chunks)
+        candidates, q, distinct = self.top(questions, chunks, self.fetch_k)
+        d = self._vectors(distinct.texts)
         rankings = []
-        for query, sims in zip(q, q @ d.T):
-            candidates = Ranking.from_scores(sims, self.fetch_k).chunk_ids
+        for query, pool in zip(q, candidates):
+            vectors = d[distinct.inverse[list(pool.chunk_ids)]]
             # greedy: the first k picks of a deeper selection are the picks of a selection of k
-            picked = maximal_marginal_relevance(query, d[list(candidates)], lambda_mult=self.lambda_mult, k=depth)
-            rankings.append(Ranking.from_order([candidates[i] for i in picked], sims, depth))
+            picked = maximal_marginal_relevance(query, vectors, lambda_mult=self.lambda_mult, k=depth)
+            rankings.append(Ranking(tuple(pool.chunk_ids[i] for i in picked), tuple(pool.scores[i] for i in picked)))
         return rankings

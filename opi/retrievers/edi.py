@@ -2,7 +2,8 @@
 
 Unlike cosine, the distance grows with a chunk's length, so a short chunk that shares the question's words
 beats a long one that shares them too. Tokens as TF-IDF's (``opi.retrievers.tokens``); chunks with no word at all
-score 0 for every question.
+score 0 for every question. Distances come from scikit-learn's ``euclidean_distances`` on sparse counts (norms and
+dot products), a block of chunks at a time with a running top k, each distinct chunk text once.
 """
 from __future__ import annotations
 
@@ -10,21 +11,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from opi.retrievers.base import Retriever
+from opi.retrievers.base import Ranking, Retriever
+from opi.retrievers.lexical import sparse_top
 from opi.retrievers.tokens import analyzer, chunk_matrix
+from opi.retrievers.topk import DistinctTexts
 
 
 @dataclass
 class EDIRetriever(Retriever):
     name: str = "EDI"
 
-    def score(self, questions, chunks):
+    def rank(self, questions, chunks, depth):
         from sklearn.feature_extraction.text import CountVectorizer
         from sklearn.metrics.pairwise import euclidean_distances
 
+        distinct = DistinctTexts.of([c.text for c in chunks])
         vectorizer = CountVectorizer(analyzer=analyzer(CountVectorizer()))
-        matrix = chunk_matrix(vectorizer, [c.text for c in chunks])
+        matrix = chunk_matrix(vectorizer, distinct.texts)
         if matrix is None:
-            return np.zeros((len(questions), len(chunks)))
-        distances = euclidean_distances(vectorizer.transform(questions), matrix)
-        return -distances  # the nearest chunk first
+            return [Ranking.from_scores(np.zeros(len(chunks)), depth) for _ in questions]
+        asked = vectorizer.transform(questions)
+        # the nearest chunk first
+        return sparse_top(lambda start, stop: -euclidean_distances(asked, matrix[start:stop]), len(questions),
+                          distinct, depth)

@@ -1,7 +1,9 @@
 """Word-based retrievers: BM25 (rank-bm25's Okapi BM25) and TF-IDF (scikit-learn, cosine).
 
 BM25 reproduces LangChain's ``BM25Retriever`` with its defaults: tokens are whitespace-separated strings, case and
-punctuation kept ("enzootic?" does not match "enzootic"), and the top k come in rank-bm25's ``get_top_n`` order.
+punctuation kept ("enzootic?" does not match "enzootic"), rank-bm25's ``BM25Okapi`` scores computed by an inverted
+index (``opi.retrievers.bm25``), and the top k in rank-bm25's ``get_top_n`` order (which LangChain calls), ties
+included.
 ``tokenizer=words`` lower-cases and keeps letters and digits instead, so punctuation and capitals no longer hide a
 match: a better retriever than the paper's, but not the one it measured. Text in scripts written without spaces
 (Chinese, Japanese, Thai) is tokenised into character bigrams (``opi.retrievers.tokens``). Chunks with no tokens at
@@ -15,7 +17,9 @@ import numpy as np
 
 from opi.chunking import Chunk
 from opi.retrievers.base import Ranking, Retriever
+from opi.retrievers.bm25 import BM25Index, top_n
 from opi.retrievers.tokens import TOKENIZERS, analyzer, chunk_matrix
+from opi.retrievers.topk import DistinctTexts, block_length, stop_if_exiting, top_k
 
 
 @dataclass
@@ -34,31 +38,41 @@ class BM25Retriever(Retriever):
             raise ValueError(f"tokenizer must be one of {sorted(TOKENIZERS)}, got {self.tokenizer!r}")
 
     def rank(self, questions, chunks: list[Chunk], depth):
-        from rank_bm25 import BM25Okapi
-
         tokens = TOKENIZERS[self.tokenizer]
-        corpus = [tokens(c.text) for c in chunks]
-        if not any(corpus):  # no chunk has a token (punctuation only): every score 0, the article's order
+        distinct = DistinctTexts.of([c.text for c in chunks])
+        documents = [tokens(text) for text in distinct.texts]
+        if not any(documents):  # no chunk has a token (punctuation only): every score 0, the article's order
             return [Ranking.from_scores(np.zeros(len(chunks)), depth) for _ in questions]
-        index = BM25Okapi(corpus, k1=self.k1, b=self.b, epsilon=self.epsilon)
+        index = BM25Index(documents, distinct.counts, self.k1, self.b, self.epsilon)
         rankings = []
         for question in questions:
-            scores = index.get_scores(tokens(question))
-            # rank_bm25's get_top_n order (which LangChain calls), ties included
-            rankings.append(Ranking.from_order(np.argsort(scores)[::-1], scores, depth))
+            stop_if_exiting()
+            scores = index.scores(tokens(question), np.zeros(len(distinct)))[distinct.inverse]
+            rankings.append(Ranking.from_order(top_n(scores, depth), scores, depth))
         return rankings
+
+
+def sparse_top(score_block, questions: int, distinct: DistinctTexts, depth: int) -> list[Ranking]:
+    """Rankings from ``score_block(start, stop)``, the questions' dense scores of distinct texts ``start:stop``."""
+    rows, values = top_k(score_block, questions, len(distinct), depth, block_length(questions))
+    return distinct.rankings(rows, values, depth)
 
 
 @dataclass
 class TFIDFRetriever(Retriever):
     name: str = "TF-IDF"
 
-    def score(self, questions, chunks: list[Chunk]):
-        from sklearn.feature_extraction.text import TfidfVectorizer
+    def rank(self, questions, chunks: list[Chunk], depth):
+        from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer, TfidfVectorizer
         from sklearn.metrics.pairwise import cosine_similarity
 
-        vectorizer = TfidfVectorizer(analyzer=analyzer(TfidfVectorizer()))
-        matrix = chunk_matrix(vectorizer, [c.text for c in chunks])
-        if matrix is None:
-            return np.zeros((len(questions), len(chunks)))
-        return cosine_similarity(vectorizer.transform(questions), matrix)
+        distinct = DistinctTexts.of([c.text for c in chunks])
+        vectorizer = CountVectorizer(analyzer=analyzer(TfidfVectorizer()), dtype=np.float64)
+        counts = chunk_matrix(vectorizer, distinct.texts)
+        if counts is None:
+            return [Ranking.from_scores(np.zeros(len(chunks)), depth) for _ in questions]
+        # TfidfVectorizer's own steps, its idf counting every chunk (repeated texts too): fitted on the rows of all
+        transformer = TfidfTransformer().fit(counts[distinct.inverse])
+        matrix, asked = transformer.transform(counts), transformer.transform(vectorizer.transform(questions))
+        return sparse_top(lambda start, stop: cosine_similarity(asked, matrix[start:stop]), len(questions),
+                          distinct, depth)

@@ -1,14 +1,33 @@
 """SVM retriever, LangChain's recipe (Karpathy's): per question, a linear SVM separates the question's embedding
 (the only positive) from the chunks' embeddings, and chunks are ranked by the decision function. Like LangChain's
 ``SVMRetriever`` (whose index is ``embed_documents`` as returned), on raw, unnormalised vectors: a benchmark
-checks that both retrieve the same chunks."""
+checks that both retrieve the same chunks.
+
+Exact, that is one fit over every chunk for each question: affordable within articles, hours over a corpus of tens
+of thousands of chunks. ``candidates=M`` fits over the question's M most similar chunks by cosine instead and ranks
+those (an approximation, named in the run's name and params; ``benchmarks/corpus_scale.py`` measures its top-k
+agreement with exact). An exact ranking estimated to take longer than ``max_hours`` stops before it starts, saying
+so in one line. A fit runs in a thread of its own (liblinear does not return to Python until it is done), so a
+process told to stop (SIGTERM, Ctrl-C) stops within a second, abandoning the fit.
+"""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
-from opi.retrievers.base import Retriever
+from opi.interrupt import exiting
+from opi.retrievers.base import Ranking, Retriever, RetrievalTooSlow
+from opi.retrievers.topk import DistinctTexts, RankingInterrupted, stop_if_exiting
+
+# one exact fit's cost per chunk, measured on 2 busy cores with 384-d vectors (4.3 s a question over 51,792 chunks)
+SECONDS_PER_CHUNK_FIT = 8.3e-5
+
+
+def exact_hours(questions: int, chunks: int, dimension: int) -> float:
+    return questions * (chunks + 1) * SECONDS_PER_CHUNK_FIT * dimension / 384 / 3600
 
 
 @dataclass
@@ -18,25 +37,91 @@ class SVMRetriever(Retriever):
     max_iter: int = 10000
     tol: float = 1e-6
     random_state: int = 0
+    candidates: Optional[int] = None  # fit over the M most similar chunks by cosine (approximate); None: exact
+    max_hours: float = 1.0  # an exact ranking estimated longer stops before it starts
 
     def __post_init__(self):
         super().__post_init__()
         if self.C <= 0:
             raise ValueError(f"C must be > 0, got {self.C}")
+        if self.candidates is not None and self.candidates < self.k:
+            raise ValueError(f"candidates ({self.candidates}) must be >= k ({self.k})")
+        if self.max_hours <= 0:
+            raise ValueError(f"max_hours must be > 0, got {self.max_hours}")
 
-    def score(self, questions, chunks):
-        from sklearn.svm import LinearSVC
+    @property
+    def label(self) -> str:
+        return self.name if self.candidates is None else f"{self.name} ({self.candidates:,} candidates)"
 
+    def rank(self, questions, chunks, depth):
         embedder = self._require_embedder()
         q = embedder.encode(questions, normalize=False)
-        d = embedder.encode([c.text for c in chunks], normalize=False)
-        scores = []
+        if self.candidates is None and len(q):  # before the chunks are embedded
+            self._check_affordable(len(questions), len(chunks), q.shape[1])
+        distinct = DistinctTexts.of([c.text for c in chunks])
+        d = embedder.encode(distinct.texts, normalize=False)
+        if self.candidates is not None:
+            return self._rank_candidates(q, d, distinct, depth)
+        rankings = []
         for query in q:
-            x = np.vstack([query[None, :], d])
-            y = np.zeros(len(x))
-            y[0] = 1
-            clf = LinearSVC(class_weight="balanced", C=self.C, max_iter=self.max_iter, tol=self.tol,
-                            random_state=self.random_state)
-            clf.fit(x, y)
-            scores.append(clf.decision_function(d))
-        return np.array(scores)
+            stop_if_exiting()
+            # fitted on every chunk, repeated texts as often as they occur (as LangChain's index holds them)
+            scores = self._fit(query, d[distinct.inverse]).decision_function(d)[distinct.inverse]
+            rankings.append(Ranking.from_scores(scores, depth))
+        return rankings
+
+    def _rank_candidates(self, q, d, distinct: DistinctTexts, depth: int) -> list[Ranking]:
+        from opi.embeddings.base import unit
+        from opi.retrievers.topk import block_length, top_k
+
+        qu, du = unit(q), unit(d)
+        rows, values = top_k(lambda start, stop: qu @ du[start:stop].T, len(qu), len(du), self.candidates,
+                             block_length(len(qu), 4))
+        rankings = []
+        for query, pool in zip(q, distinct.rankings(rows, values, self.candidates)):
+            stop_if_exiting()
+            pool_vectors = d[distinct.inverse[list(pool.chunk_ids)]]
+            scores = self._fit(query, pool_vectors).decision_function(pool_vectors)
+            order = np.argsort(-scores, kind="stable")[:depth]
+            rankings.append(Ranking(tuple(pool.chunk_ids[i] for i in order), tuple(float(scores[i]) for i in order)))
+        return rankings
+
+    def _check_affordable(self, questions: int, chunks: int, dimension: int) -> None:
+        hours = exact_hours(questions, chunks, dimension)
+        if hours > self.max_hours:
+            raise RetrievalTooSlow(
+                f"exact SVM over {chunks:,} chunks for {questions:,} questions would take about {hours:.1f} h (one "
+                f"fit over every chunk per question): set candidates=1000 on it (retriever.candidates=1000, or "
+                f"retrievers.svm.candidates=1000 in a combination) to fit over each question's 1,000 nearest chunks "
+                f"(approximate), or max_hours={int(np.ceil(hours))} to run it exactly")
+
+    def _fit(self, query: np.ndarray, vectors: np.ndarray):
+        from sklearn.svm import LinearSVC
+
+        x = np.vstack([query[None, :], vectors])
+        y = np.zeros(len(x))
+        y[0] = 1
+        model = LinearSVC(class_weight="balanced", C=self.C, max_iter=self.max_iter, tol=self.tol,
+                          random_state=self.random_state)
+        return fit_interruptibly(model, x, y)
+
+
+def fit_interruptibly(model, x, y):
+    """``model.fit(x, y)`` in a daemon thread, waited for in slices: a process on its way out stops waiting."""
+    failure: list[BaseException] = []
+
+    def fit():
+        try:
+            model.fit(x, y)
+        except BaseException as err:  # handed to the waiting thread
+            failure.append(err)
+
+    worker = threading.Thread(target=fit, name="svm-fit", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.2)
+        if worker.is_alive() and exiting():
+            raise RankingInterrupted("stopped: the process is exiting (an SVM fit was abandoned)")
+    if failure:
+        raise failure[0]
+    return model

@@ -77,3 +77,54 @@ def test_knn_on_the_real_model_finds_the_paraphrased_chunk(tiny_chunks, embedder
                                                       tiny_chunks, 4)
     assert ranking.chunk_ids[0] == 2  # "Fishing boats returned to the harbour before storms, guided by the beam"
     assert all(-1.0 <= s <= 1.0 + 1e-6 for s in ranking.scores)  # cosine
+
+
+def full_matrix_rankings(retriever, questions, chunks, depth):
+    """DPS / kNN as ranked before blocks: the whole question x chunk matrix, a stable sort of each row."""
+    from opi.retrievers.base import Ranking
+
+    q = retriever.embedder.encode(questions, normalize=retriever.normalize)
+    d = retriever.embedder.encode([c.text for c in chunks], normalize=retriever.normalize)
+    return [Ranking.from_scores(row, depth) for row in q @ d.T]
+
+
+@pytest.mark.parametrize("scope", ["article", "corpus"])
+@pytest.mark.parametrize("kind", [DPSRetriever, KNNRetriever])
+def test_blocked_search_is_the_full_matrix_ranking_on_the_bundled_set(deeplogic_130, embedder, small_blocks, kind,
+                                                                       scope):
+    retriever = kind(embedder=embedder)
+    indexes = deeplogic_130.by_article if scope == "article" else [(deeplogic_130.questions, deeplogic_130.corpus)]
+    for questions, chunks in indexes:
+        blocked, full = retriever.rank(questions, chunks, 20), full_matrix_rankings(retriever, questions, chunks, 20)
+        assert [r.chunk_ids for r in blocked] == [r.chunk_ids for r in full]
+        # BLAS adds a product of a 64-chunk block in another order than the whole matrix's: float32 rounding
+        for b, f in zip(blocked, full):
+            assert b.scores == pytest.approx(f.scores, rel=1e-6, abs=1e-6)
+
+
+def test_repeated_chunk_texts_are_embedded_and_scored_once_and_rank_by_position():
+    chunks = make_chunks(["c1", "c0", "c1", "c2", "c0"])
+    embedder = TableEmbedder(MMR_TABLE)
+    asked = []
+    embedder.encode = lambda texts, normalize=True, encode=embedder.encode: asked.append(list(texts)) or encode(
+        texts, normalize)
+    (ranking,) = KNNRetriever(embedder=embedder).rank(["q"], chunks, 5)
+    assert ["c1", "c0", "c2"] in asked  # each distinct text once, in order of first appearance
+    assert ranking.chunk_ids == (1, 4, 0, 2, 3)  # c0 (0.96) at 1 and 4, c1 (0.8) at 0 and 2, c2 (0.6)
+
+
+def test_faiss_index_finds_the_exact_top_k_on_a_small_index(deeplogic_130, embedder):
+    pytest.importorskip("faiss")
+    questions, chunks = deeplogic_130.questions, deeplogic_130.corpus
+    exact = KNNRetriever(embedder=embedder).rank(questions, chunks, 4)
+    approximate = KNNRetriever(embedder=embedder, index="faiss").rank(questions, chunks, 4)
+    # a flat faiss index below 10,000 vectors: the same chunks, scores equal up to float rounding
+    assert [r.chunk_ids for r in approximate] == [r.chunk_ids for r in exact]
+    for a, e in zip(approximate, exact):
+        assert a.scores == pytest.approx(e.scores, abs=1e-5)
+    assert KNNRetriever(index="faiss").label == "kNN (faiss)"
+
+
+def test_an_unknown_index_is_refused():
+    with pytest.raises(ValueError, match="index must be one of exact, faiss, got 'hnsw'"):
+        KNNRetriever(index="hnsw")

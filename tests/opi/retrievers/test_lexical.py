@@ -9,7 +9,7 @@ import pytest
 from opi.articles import prepare_articles
 from opi.retrievers.langchain import chunk_documents
 from opi.retrievers.lexical import BM25Retriever, TFIDFRetriever
-from opi.retrievers.tokens import whitespace, words
+from opi.retrievers.tokens import TOKENIZERS, whitespace, words
 from tests.helpers.chunks import make_chunks
 
 
@@ -143,3 +143,61 @@ def test_text_without_spaces_is_tokenised_into_character_bigrams_and_its_terms_a
 def test_bigrams_of_unspaced_runs_leave_other_tokens_as_they_were():
     assert words("Beijing 北京是首都!") == ["beijing", "北京", "京是", "是首", "首都"]
     assert whitespace("Hello, 故宫。") == ["Hello,", "故宫", "。"]
+
+
+def full_matrix_tfidf(questions, chunks, depth):
+    """TF-IDF as it was ranked before blocks: scikit-learn's whole matrix, a stable sort of each row."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    from opi.retrievers.base import Ranking
+    from opi.retrievers.tokens import analyzer
+
+    vectorizer = TfidfVectorizer(analyzer=analyzer(TfidfVectorizer()))
+    matrix = vectorizer.fit_transform([c.text for c in chunks])
+    return [Ranking.from_scores(row, depth) for row in cosine_similarity(vectorizer.transform(questions), matrix)]
+
+
+def rank_bm25_rankings(questions, chunks, depth, tokens=whitespace):
+    """rank-bm25's scores and LangChain's order (``get_top_n``: ``np.argsort(scores)[::-1]``)."""
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+
+    from opi.retrievers.base import Ranking
+
+    index = BM25Okapi([tokens(c.text) for c in chunks])
+    rankings = []
+    for question in questions:
+        scores = index.get_scores(tokens(question))
+        rankings.append(Ranking.from_order(np.argsort(scores)[::-1], scores, depth))
+    return rankings
+
+
+def indexes(data, scope):
+    return data.by_article if scope == "article" else [(data.questions, data.corpus)]
+
+
+@pytest.mark.parametrize("scope", ["article", "corpus"])
+def test_tfidf_in_blocks_is_the_full_matrix_ranking_on_the_bundled_set(deeplogic_v2, small_blocks, scope):
+    for questions, chunks in indexes(deeplogic_v2, scope):
+        assert TFIDFRetriever().rank(questions, chunks, 20) == full_matrix_tfidf(questions, chunks, 20)
+
+
+@pytest.mark.parametrize("scope", ["article", "corpus"])
+def test_bm25_is_rank_bm25_on_the_bundled_set_scores_equal_not_close(deeplogic_130, scope):
+    for questions, chunks in indexes(deeplogic_130, scope):
+        assert BM25Retriever().rank(questions, chunks, 20) == rank_bm25_rankings(questions, chunks, 20)
+
+
+HAND_MADE = ["The Mill, by the river.", "the mill? The MILL!", "Mill mill mill", "A quay; the bay.", "the quay.",
+             "Bay, bay: BAY?", "", "?!", "the mill", "the mill", "Mill-house (old) 1831.", "1831? In 1831, yes."]
+
+
+@pytest.mark.parametrize("tokenizer", ["whitespace", "words"])
+@pytest.mark.parametrize("question", ["the mill?", "Mill", "mill mill bay", "1831", "quay; the", "nothing here"])
+def test_bm25_is_rank_bm25_on_text_with_punctuation_capitals_repeats_and_ties(tokenizer, question):
+    chunks = make_chunks(HAND_MADE)  # two chunks repeat ("the mill"), one is empty, one punctuation only
+    ours = BM25Retriever(tokenizer=tokenizer).rank([question], chunks, len(chunks))
+    assert ours == rank_bm25_rankings([question], chunks, len(chunks), TOKENIZERS[tokenizer])
+    for depth in (1, 3):  # a shallower ranking is the deeper one cut
+        assert BM25Retriever(tokenizer=tokenizer).rank([question], chunks, depth)[0] == ours[0].top(depth)
