@@ -12,6 +12,7 @@ process told to stop (SIGTERM, Ctrl-C) stops within a second, abandoning the fit
 """
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Optional
@@ -24,6 +25,8 @@ from opi.retrievers.topk import DistinctTexts, RankingInterrupted, stop_if_exiti
 
 # one exact fit's cost per chunk, measured on 2 busy cores with 384-d vectors (4.3 s a question over 51,792 chunks)
 SECONDS_PER_CHUNK_FIT = 8.3e-5
+CORPUS_CHUNKS = 1000  # fits over an index this large are worth a line in the log before they start
+log = logging.getLogger("opi")
 
 
 def exact_hours(questions: int, chunks: int, dimension: int) -> float:
@@ -62,6 +65,9 @@ class SVMRetriever(Retriever):
         d = embedder.encode(distinct.texts, normalize=False)
         if self.candidates is not None:
             return self._rank_candidates(q, d, distinct, depth)
+        if len(chunks) >= CORPUS_CHUNKS:
+            log.info("SVM: one fit over %s chunks for each of %s questions (exact), about %.1f h", f"{len(chunks):,}",
+                     f"{len(questions):,}", exact_hours(len(questions), len(chunks), d.shape[1]))
         rankings = []
         for query in q:
             stop_if_exiting()
