@@ -8,7 +8,8 @@
 - ``cached``: a task with that key (``ContentInputs``), plus the task's source and the ``code`` argument every task
   takes (``flows.orchestration.code``), persisted under the cache folder with SERIALIZABLE isolation and file locks:
   when two processes need the same result, one computes it and the other waits and reads it.
-- ``read_kept`` / ``keep``: a whole configuration's result under one key; ``StageCalls`` counts hits and misses.
+- ``read_kept`` / ``keep``: a whole configuration's result under one key; ``StageCalls`` counts hits and misses,
+  and takes the work each computed task measured (``flows.orchestration.work``).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from prefect.utilities.hashing import hash_objects
 from flows.orchestration.cache_files import CacheFileSystem
 from flows.orchestration.locks import FileLockManager
 from flows.orchestration.prefect_adapter import was_cached, with_result_storage
+from flows.orchestration.work import RunWork, measured
 from opi.components import RESOURCES, target_of
 
 
@@ -71,12 +73,13 @@ def key_of(value: Any) -> Any:
 
 @dataclass
 class ContentInputs(CachePolicy):
-    """Prefect's INPUTS policy over ``key_of`` the inputs. Not a subclass of Inputs: a compound policy replaces
-    every Inputs member by a plain one."""
+    """Prefect's INPUTS policy over ``key_of`` the inputs, but where the embedding store is (vectors are the same
+    whichever store keeps them). Not a subclass of Inputs: a compound policy replaces every Inputs member by a
+    plain one."""
 
     def compute_key(self, task_ctx, inputs, flow_parameters, **kwargs):
-        return Inputs().compute_key(task_ctx, {name: key_of(value) for name, value in (inputs or {}).items()},
-                                    flow_parameters, **kwargs)
+        return Inputs().compute_key(task_ctx, {name: key_of(value) for name, value in (inputs or {}).items()
+                                               if name != "embedding_store"}, flow_parameters, **kwargs)
 
 
 def cache_layout(cache_dir: str) -> tuple[CacheFileSystem, CacheFileSystem, FileLockManager]:
@@ -127,10 +130,12 @@ def keep(cache_dir: str, key: str, value: Any) -> None:
 
 
 class StageCalls:
-    """Calls stage tasks through the cache, counting hits, misses and seconds per stage."""
+    """Calls stage tasks through the cache, counting hits, misses and seconds per stage, and the work the tasks
+    computed in this run measured (``work``). The tasks keep their vectors in ``embedding_store``."""
 
-    def __init__(self, cache_dir: str, quote_inputs: bool = True):
-        self.cache_dir = cache_dir
+    def __init__(self, cache_dir: str, quote_inputs: bool = True, embedding_store: str | None = None):
+        self.cache_dir, self.embedding_store = cache_dir, embedding_store
+        self.work = RunWork()
         self.hits = self.misses = 0
         self.seconds: dict[str, float] = {}
         self.computed: dict[str, int] = {}  # per stage: task calls computed (not read from the cache)
@@ -143,17 +148,19 @@ class StageCalls:
         False for a stage whose every LLM reply is kept call by call in the LLM call cache, which alone knows which
         replies were no answer (those must be asked again by the next run, not read back with the stage)."""
         started = time.perf_counter()
-        futures = [(cached(task_fn, self.cache_dir) if kept else task_fn).submit(*map(self.wrap, args))
-                   for args in calls]
+        task_fn = measured(task_fn)
+        futures = [(cached(task_fn, self.cache_dir) if kept else task_fn).submit(
+            *map(self.wrap, args), embedding_store=self.embedding_store) for args in calls]
         results = []
         for future in futures:
             future.wait()
-            if kept and was_cached(future.state):
+            hit = kept and was_cached(future.state)
+            if hit:
                 self.hits += 1
             elif kept:
                 self.misses += 1
                 self.computed[stage] = self.computed.get(stage, 0) + 1
-            results.append(future.state.result())
+            results.append(self.work.value_of(future.state.result(), computed=not hit))
         self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - started
         return results
 
@@ -161,6 +168,6 @@ class StageCalls:
         return self.call_many(stage, task_fn, args, kept=kept)[0]
 
     def counts(self) -> dict[str, float]:
-        return {"cache_hits": self.hits, "cache_misses": self.misses,
+        return {**self.work.metrics(), "cache_hits": self.hits, "cache_misses": self.misses,
                 **{f"seconds_{stage}": s for stage, s in self.seconds.items()},
                 **{f"computed_{stage}": float(n) for stage, n in self.computed.items()}}

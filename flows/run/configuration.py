@@ -1,5 +1,6 @@
 """One configuration as one Prefect flow run: its whole result read from the cache under ``configuration_key``, or
-computed stage by stage (``flows.run.stages``), with this run's embedding work counted."""
+computed stage by stage (``flows.run.stages``), with this run's embedding work counted: what its stage tasks
+measured, wherever they ran (``flows.orchestration.work``), and what this process did outside them."""
 from __future__ import annotations
 
 import logging
@@ -15,11 +16,12 @@ from flows.orchestration.code import code_version
 from flows.orchestration.runners import task_runner
 from flows.orchestration.server import run_flow
 from flows.orchestration.tasks import USES, RegisteredModel
+from flows.orchestration.work import RunWork
 from flows.run.data import Data, load_data, training_for, training_key
 from flows.run.identity import describe, effective_settings
 from flows.run.stages import run_stages
 from flows.tracking.registry import resolve_registered
-from opi.embeddings import embedding_counts, use_store
+from opi.embeddings import counting, use_store
 from opi.schemas import OPIConfig
 
 log = logging.getLogger("opi")
@@ -54,31 +56,23 @@ def run_configuration(config: OPIConfig) -> dict[str, Any]:
     else computed stage by stage (each stage cached on its own inputs, shared with other configurations)."""
     data = load_data(config)
     cache_dir, started = config.paths.cache_dir, time.perf_counter()
-    before = embedding_counts()
-    registered = resolve_registered(config)
-    key = configuration_key(config, data, registered)
-    kept = read_kept(cache_dir, key)
-    if kept is not None:
-        result = kept
-        counts = {"cache_hits": kept["stages"], "cache_misses": 0, "seconds_lookup": time.perf_counter() - started}
-    else:
-        result, counts = run_stages(config, data, registered)
-        if not unanswered(result["metrics"]):  # replies that were no answer are asked again by the next run
-            keep(cache_dir, key, result)
+    with counting() as here:  # what this process embeds outside the stage tasks (each counts its own)
+        registered = resolve_registered(config)
+        key = configuration_key(config, data, registered)
+        kept = read_kept(cache_dir, key)
+        if kept is not None:
+            result = kept
+            counts = {**RunWork().metrics(), "cache_hits": kept["stages"], "cache_misses": 0,
+                      "seconds_lookup": time.perf_counter() - started}
+        else:
+            result, counts = run_stages(config, data, registered)
+            if not unanswered(result["metrics"]):  # replies that were no answer are asked again by the next run
+                keep(cache_dir, key, result)
     log.info("%s: %d of %d stage results reused from the cache%s", describe(config).name, counts["cache_hits"],
              result["stages"], " (the configuration's whole result, one read)" if kept is not None else "")
-    metrics = {**result["metrics"], **counts, **embedding_work(before, embedding_counts())}
+    work = {name: counts.get(name, 0.0) + value for name, value in here.counts.items()}
+    metrics = {**result["metrics"], **counts, **work}
     return {"metrics": metrics, "predictions": result["predictions"], "per_relation": result["per_relation"]}
-
-
-def embedding_work(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
-    """Embedding work in this job (texts computed, read from the persistent store, an endpoint's requests, tokens
-    and cost), and in this process so far (computed, distinct, asked for)."""
-    endpoint = {name: value - before.get(name, 0.0) for name, value in after.items() if name.startswith("embedding_")}
-    return {**endpoint, "texts_embedded": after["computed"] - before["computed"],
-            "texts_from_embedding_store": after["stored"] - before["stored"],
-            "embedder_texts_embedded_total": after["computed"], "embedder_unique_texts": after["unique"],
-            "embedder_texts_requested_total": after["computed"] + after["stored"] + after["memory"]}
 
 
 def unanswered(metrics: dict[str, float]) -> float:
@@ -91,7 +85,7 @@ def evaluate(config: OPIConfig) -> dict[str, Any]:
     copy of it (or of an ``llm.base_url`` with credentials in it) in its database."""
     @flow(name="opi-evaluate", flow_run_name=describe(config).name, task_runner=task_runner(config.orchestration))
     def evaluate_configuration() -> dict[str, Any]:
-        with use_store(config.paths.embedding_store):  # this process's embedders (Dask workers: in memory only)
+        with use_store(config.paths.embedding_store):  # this process's embedders (each stage task names it too)
             return run_configuration(config)
 
     return run_flow(evaluate_configuration)

@@ -162,9 +162,10 @@ def added(first: dict[str, float], second: dict[str, float]) -> dict[str, float]
 
 def run_stages(config: OPIConfig, data: Data, registered: RegisteredModel | None
                ) -> tuple[dict[str, Any], dict[str, float]]:
-    """All stages of one configuration: (result, this run's cache counts and seconds)."""
+    """All stages of one configuration: (result, this run's cache counts, seconds and the work its tasks did)."""
     examples, llm_cache = data.examples, config.paths.llm_cache
-    stages = StageCalls(config.paths.cache_dir, quote_inputs=config.orchestration.runner == "threads")
+    stages = StageCalls(config.paths.cache_dir, quote_inputs=config.orchestration.runner == "threads",
+                        embedding_store=config.paths.embedding_store)
     articles = chunked_articles(config, data, stages)
     retrieved, retrieval_scores, reranking = retrieve(config, data, articles, stages)
     texts = [sentence_texts(e, articles, retrieved[e.id]) for e in examples]

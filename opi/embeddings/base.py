@@ -13,6 +13,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from opi.embeddings.store import EmbeddingStore
+from opi.embeddings.work import record
 from opi.interrupt import exiting
 
 
@@ -55,27 +56,43 @@ class Embedder(Embeddings, ABC):
         """Raw vectors of ``texts``, one row each."""
 
     def raw(self, texts: list[str]) -> np.ndarray:
-        """Raw vectors, one row per text, computing only texts neither this process nor the store has."""
-        with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-            self.cache_hits += len(texts) - len(missing)
-            if missing and self.store is not None:
-                stored = self._readable(self.store.get(self.key, missing))
-                self._cache.update(stored)
-                self.store_hits += len(stored)
-                missing = [t for t in missing if t not in stored]
-            for start in range(0, len(missing), self.slice_texts):
-                if exiting():
-                    raise EmbeddingInterrupted("stopped: the process is exiting")
-                part = missing[start:start + self.slice_texts]
-                vectors = np.asarray(self.compute(part), dtype=np.float32)
-                self._cache.update(zip(part, vectors))
-                if self.store is not None:
-                    self.store.put(self.key, zip(part, vectors))
-                self.texts_embedded += len(part)
-            if not texts:
-                return np.zeros((0, self.dimension), dtype=np.float32)
-            return np.stack([self._cache[t] for t in texts])
+        """Raw vectors, one row per text, computing only texts neither this process nor the store has. What it
+        took is added to the block's count of embedding work (``opi.embeddings.work.counting``)."""
+        if not texts:  # before the lock: the width may take a vector (``dimension``), a call of its own
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        with self._lock:  # every call of this embedder waits for it: the difference below is this call's alone
+            before = self.work_counts()
+            try:
+                return self._raw(texts)
+            finally:
+                after = self.work_counts()
+                record({name: value - before.get(name, 0.0) for name, value in after.items()})
+
+    def _raw(self, texts: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        self.cache_hits += len(texts) - len(missing)
+        if missing and self.store is not None:
+            stored = self._readable(self.store.get(self.key, missing))
+            self._cache.update(stored)
+            self.store_hits += len(stored)
+            missing = [t for t in missing if t not in stored]
+        for start in range(0, len(missing), self.slice_texts):
+            if exiting():
+                raise EmbeddingInterrupted("stopped: the process is exiting")
+            part = missing[start:start + self.slice_texts]
+            vectors = np.asarray(self.compute(part), dtype=np.float32)
+            self._cache.update(zip(part, vectors))
+            if self.store is not None:
+                self.store.put(self.key, zip(part, vectors))
+            self.texts_embedded += len(part)
+        return np.stack([self._cache[t] for t in texts])
+
+    def work_counts(self) -> dict[str, float]:
+        """This embedder's work so far, by the names runs log it under: texts computed, texts read from the store,
+        and an endpoint's usage (``embedding_calls``, ...)."""
+        usage = getattr(self, "usage", None)  # an endpoint's (``opi.embeddings.endpoint``)
+        return {"texts_embedded": float(self.texts_embedded), "texts_from_embedding_store": float(self.store_hits),
+                **(usage.as_metrics("embedding") if usage is not None else {})}
 
     def _readable(self, stored: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The stored vectors of the model's length (that of the vectors already held, else the most common):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Mapping
 
 from opi.embeddings.base import Embedder
@@ -15,18 +16,21 @@ from opi.schemas import EmbeddingConfig
 _SHARED: dict[tuple, Embedder] = {}
 _STORES: dict[str, EmbeddingStore] = {}
 _LOCK = threading.Lock()
-_RUN_STORE: list[str | None] = [None]  # the store of the run this process is doing (``use_store``)
+# the store of the run (``use_store``): a context variable, so that tasks setting it at once in threads of one
+# process (a Dask worker's) do not undo each other's
+_RUN_STORE: ContextVar[str | None] = ContextVar("opi_embedding_store", default=None)
 
 
 @contextmanager
 def use_store(path: str | None):
     """While in the block, the vectors of every embedder asked for (without a store of its own) are kept in the
-    store at ``path`` (None: in memory only): a run says so once, around its stages."""
-    before, _RUN_STORE[0] = _RUN_STORE[0], path
+    store at ``path`` (None: in memory only): a run says so around its stages, a stage task around its body (in
+    threads started by the block with a copy of its context too)."""
+    token = _RUN_STORE.set(path)
     try:
         yield
     finally:
-        _RUN_STORE[0] = before
+        _RUN_STORE.reset(token)
 
 
 def resolved(run: EmbeddingConfig, override: Any = None) -> EmbeddingConfig:
@@ -49,7 +53,7 @@ def identity(config: EmbeddingConfig) -> tuple:
 def embedder_for(config: EmbeddingConfig, store: str | None = None) -> Embedder:
     """The process's embedder of ``config``, its vectors kept in the store at ``store`` (default: the run's,
     ``use_store``)."""
-    store = store or _RUN_STORE[0]
+    store = store or _RUN_STORE.get()
     with _LOCK:
         key = (identity(config), store)
         if key not in _SHARED:
@@ -85,8 +89,9 @@ def shared_embedder(model: str = EmbeddingConfig.model, device: str = EmbeddingC
 
 
 def embedding_counts() -> dict[str, float]:
-    """Texts computed, read from the store and reused in memory, over every embedder of this process; and the
-    endpoints' usage (``embedding_calls``, ``embedding_prompt_tokens``, ``embedding_cost_usd``, ...), summed."""
+    """Texts computed, read from the store and reused in memory, over every embedder of this process since it
+    started; and the endpoints' usage (``embedding_calls``, ``embedding_prompt_tokens``, ``embedding_cost_usd``,
+    ...), summed. A block's own work, whatever else the process does: ``opi.embeddings.work.counting``."""
     embedders = list(_SHARED.values())
     counts = {"computed": sum(e.texts_embedded for e in embedders), "stored": sum(e.store_hits for e in embedders),
               "memory": sum(e.cache_hits for e in embedders), "unique": sum(e.unique_texts for e in embedders)}

@@ -73,16 +73,26 @@ def child_metrics(folder):
 
 
 @pytest.mark.slow
-def test_dask_runner_gives_the_metrics_of_the_default_runner(tmp_path):
+def test_dask_runner_gives_the_metrics_and_the_work_counts_of_the_default_runner(tmp_path):
     pytest.importorskip("prefect_dask")
-    # a combination: its two member rankings are submitted together, so on Dask they run on two workers at once
-    job = ["setup=a_two", "dataset.limit=2", "classifier.folds=2"]
+    # kNN alone, cold: its stages run one after another, on either of two workers, which share what they computed
+    # through the embedding store; then a combination: its two member rankings are submitted together, so on Dask
+    # they run on two workers at once (kNN's read from the cache, DPS's over the chunk vectors kNN's run stored)
+    job = ["-m", "setup=knn,a_two", "dataset.limit=2", "classifier.folds=2"]
     for runner in ("threads", "dask"):
         (tmp_path / runner).mkdir()
         log = run_cli("flows.cli.evaluate", tmp_path / runner, *job, f"orchestration={runner}")
-        assert "0 of 8 stage results reused" in log  # cold: every stage ran on this runner
+        assert "kNN | extractive | local-clf: 0 of 7 stage results reused" in log  # cold: every stage ran here
     threads, dask = child_metrics(tmp_path / "threads"), child_metrics(tmp_path / "dask")
-    assert set(dask) == set(threads) == {"A-Two | extractive | local-clf"}
-    for name in ("bertsim", "lrcr", "opi_1", "opi_1_mean", "support_recall", "classifier_cv_accuracy"):
-        assert dask["A-Two | extractive | local-clf"][name] == pytest.approx(
-            threads["A-Two | extractive | local-clf"][name]), name
+    knn, a_two = "kNN | extractive | local-clf", "A-Two | extractive | local-clf"
+    assert set(dask) == set(threads) == {knn, a_two}
+    for run in (knn, a_two):
+        for name in ("bertsim", "lrcr", "opi_1", "opi_1_mean", "support_recall", "classifier_cv_accuracy",
+                     "cache_hits", "cache_misses", "texts_embedded"):
+            assert dask[run][name] == pytest.approx(threads[run][name]), (run, name)
+    # counted in the tasks, wherever they ran: each text computed once, by whichever worker needed it first
+    assert threads[knn]["texts_embedded"] > 0 and dask[knn]["embedder_texts_embedded_total"] > 0
+    assert threads[knn]["texts_from_embedding_store"] == threads[a_two]["texts_from_embedding_store"] == 0
+    # Dask's workers are new for each configuration: what kNN's run computed, A-Two's reads from the store (the
+    # default runner's one process still holds it)
+    assert dask[a_two]["texts_from_embedding_store"] > 0 and dask[a_two]["cache_hits"] > 0

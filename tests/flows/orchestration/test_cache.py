@@ -43,6 +43,11 @@ def test_a_copy_that_lost_its_hash_gets_the_same_key():
     assert key(examples=HashedList(marked), articles=HashedDict(articles)) == key(examples=marked, articles=articles)
 
 
+def test_where_the_embedding_store_is_is_no_part_of_a_key():
+    # a stage task is given the run's store (flows.orchestration.work.measured): the vectors are the same in any
+    assert key(k=4, embedding_store="/a/embeddings.sqlite") == key(k=4, embedding_store=None) == key(k=4)
+
+
 def test_a_component_is_keyed_by_its_settings_not_its_resources():
     assert key(retriever=BM25Retriever(k=4)) == key(retriever=BM25Retriever(k=4, embedder=object()))
     assert key(retriever=BM25Retriever(k=4)) != key(retriever=BM25Retriever(k=4, b=0.5))
@@ -51,7 +56,8 @@ def test_a_component_is_keyed_by_its_settings_not_its_resources():
 def test_a_retrievers_k_and_name_are_not_part_of_its_ranking_key():
     # k is applied after ranking (Ranking.top): one ranking serves retriever.k=2,4,8
     assert key_of(KNNRetriever(k=2)) == key_of(KNNRetriever(k=8)) == key_of(KNNRetriever(name="mine"))
-    assert key_of(KNNRetriever()) == {"_target_": "opi.retrievers.dense.KNNRetriever"}
+    # the index (exact or faiss) changes the ranking: it is part of the key
+    assert key_of(KNNRetriever()) == {"_target_": "opi.retrievers.dense.KNNRetriever", "index": "exact"}
     assert key_of(BM25Retriever(k=2))["k1"] == 1.5 and "k" not in key_of(BM25Retriever(k=2))
 
 
