@@ -14,49 +14,52 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Sequence
+from array import array
+from typing import Iterable, Sequence
 
 import numpy as np
 
 
 
 class BM25Index:
-    def __init__(self, documents: Sequence[list[str]], counts: Sequence[int], k1: float, b: float, epsilon: float):
-        """``documents``: the distinct texts' tokens; ``counts``: how many chunks have each."""
+    def __init__(self, documents: Iterable[list[str]], counts: Sequence[int], k1: float, b: float, epsilon: float):
+        """``documents``: the distinct texts' tokens (read once, so a generator keeps one text's tokens in memory);
+        ``counts``: how many chunks have each."""
         vocabulary: dict[str, int] = {}  # in rank-bm25's order: first document holding a word, then word order
-        postings: list[list[tuple[int, int]]] = []  # per word: (distinct text, term frequency)
-        document_frequency: list[int] = []
-        for position, (tokens, count) in enumerate(zip(documents, counts)):
+        rows, columns, frequencies = array("q"), array("q"), array("q")  # one entry per (text, word): compact
+        lengths = array("q")
+        for position, tokens in enumerate(documents):
+            lengths.append(len(tokens))
             for word, tf in Counter(tokens).items():
-                column = vocabulary.setdefault(word, len(vocabulary))
-                if column == len(postings):
-                    postings.append([])
-                    document_frequency.append(0)
-                postings[column].append((position, tf))
-                document_frequency[column] += count
-        size = int(np.sum(counts))
-        lengths = np.array([len(tokens) for tokens in documents])
+                columns.append(vocabulary.setdefault(word, len(vocabulary)))
+                rows.append(position)
+                frequencies.append(tf)
+        self.vocabulary, self.size = vocabulary, len(lengths)
+        if not vocabulary:  # no text has a token: nothing to score (the retriever ranks by position)
+            return
+        counts = np.asarray(counts, dtype=np.int64)
+        rows, columns, tf = (np.frombuffer(a, dtype=np.int64) for a in (rows, columns, frequencies))
+        lengths = np.frombuffer(lengths, dtype=np.int64)
+        size = int(counts.sum())
         average_length = int(np.dot(lengths, counts)) / size
-        idf = [math.log(size - df + 0.5) - math.log(df + 0.5) for df in document_frequency]
+        document_frequency = np.bincount(columns, weights=counts[rows], minlength=len(vocabulary)).astype(np.int64)
+        idf = [math.log(size - df + 0.5) - math.log(df + 0.5) for df in document_frequency.tolist()]
         floor = epsilon * (sum(idf) / len(idf)) if idf else 0.0  # rank-bm25's average: a left-to-right sum
         self.idf = np.array([floor if value < 0 else value for value in idf])
-        self.vocabulary = vocabulary
-        self.size = len(documents)
         norm = k1 * (1 - b + b * lengths / average_length)
-        self.postings, self.weights = [], []
-        for entries in postings:
-            rows, tf = np.array(entries, dtype=np.int64).T
-            self.postings.append(rows)
-            self.weights.append(tf * (k1 + 1) / (tf + norm[rows]))
+        order = np.argsort(columns, kind="stable")  # postings by word, texts in order within each
+        self.rows = rows[order]
+        self.weights = (tf * (k1 + 1) / (tf + norm[rows]))[order]
+        self.starts = np.concatenate([[0], np.cumsum(np.bincount(columns, minlength=len(vocabulary)))])
 
     def scores(self, query: list[str], out: np.ndarray) -> np.ndarray:
         """The query's score of every distinct text, added into ``out`` (zeros)."""
         for word in query:
             column = self.vocabulary.get(word)
             if column is not None:
-                out[self.postings[column]] += self.idf[column] * self.weights[column]
+                postings = slice(self.starts[column], self.starts[column + 1])
+                out[self.rows[postings]] += self.idf[column] * self.weights[postings]
         return out
-
 
 
 def top_n(scores: np.ndarray, depth: int) -> np.ndarray:

@@ -40,10 +40,9 @@ class BM25Retriever(Retriever):
     def rank(self, questions, chunks: list[Chunk], depth):
         tokens = TOKENIZERS[self.tokenizer]
         distinct = DistinctTexts.of([c.text for c in chunks])
-        documents = [tokens(text) for text in distinct.texts]
-        if not any(documents):  # no chunk has a token (punctuation only): every score 0, the article's order
+        index = BM25Index(map(tokens, distinct.texts), distinct.counts, self.k1, self.b, self.epsilon)
+        if not index.vocabulary:  # no chunk has a token (punctuation only): every score 0, the article's order
             return [Ranking.from_scores(np.zeros(len(chunks)), depth) for _ in questions]
-        index = BM25Index(documents, distinct.counts, self.k1, self.b, self.epsilon)
         rankings = []
         for question in questions:
             stop_if_exiting()
@@ -72,7 +71,7 @@ class TFIDFRetriever(Retriever):
         if counts is None:
             return [Ranking.from_scores(np.zeros(len(chunks)), depth) for _ in questions]
         # TfidfVectorizer's own steps, its idf counting every chunk (repeated texts too): fitted on the rows of all
-        transformer = TfidfTransformer().fit(counts[distinct.inverse])
+        transformer = TfidfTransformer().fit(counts[distinct.inverse] if distinct.repeats else counts)
         matrix, asked = transformer.transform(counts), transformer.transform(vectorizer.transform(questions))
         return sparse_top(lambda start, stop: cosine_similarity(asked, matrix[start:stop]), len(questions),
                           distinct, depth)

@@ -4,8 +4,9 @@
 checks that both retrieve the same chunks.
 
 Exact, that is one fit over every chunk for each question: affordable within articles, hours over a corpus of tens
-of thousands of chunks. ``candidates=M`` fits over the question's M most similar chunks by cosine instead and ranks
-those (an approximation, named in the run's name and params; ``benchmarks/corpus_scale.py`` measures its top-k
+of thousands of chunks. ``candidates=M`` fits over the question's M most similar chunks by cosine plus M chunks drawn
+at random from the rest, weighted to stand for all of the rest (the exact fit's objective, sampled), and ranks the M
+candidates (an approximation, named in the run's name and params; ``benchmarks/corpus_scale.py`` measures its top-k
 agreement with exact). An exact ranking estimated to take longer than ``max_hours`` stops before it starts, saying
 so in one line. A fit runs in a thread of its own (liblinear does not return to Python until it is done), so a
 process told to stop (SIGTERM, Ctrl-C) stops within a second, abandoning the fit.
@@ -40,7 +41,7 @@ class SVMRetriever(Retriever):
     max_iter: int = 10000
     tol: float = 1e-6
     random_state: int = 0
-    candidates: Optional[int] = None  # fit over the M most similar chunks by cosine (approximate); None: exact
+    candidates: Optional[int] = None  # fit over the M nearest chunks (+ M weighted at random; approximate); None: exact
     max_hours: float = 1.0  # an exact ranking estimated longer stops before it starts
 
     def __post_init__(self):
@@ -83,14 +84,26 @@ class SVMRetriever(Retriever):
         qu, du = unit(q), unit(d)
         rows, values = top_k(lambda start, stop: qu @ du[start:stop].T, len(qu), len(du), self.candidates,
                              block_length(len(qu), 4))
+        chunks = len(distinct.inverse)
         rankings = []
-        for query, pool in zip(q, distinct.rankings(rows, values, self.candidates)):
+        for number, (query, pool) in enumerate(zip(q, distinct.rankings(rows, values, self.candidates))):
             stop_if_exiting()
-            pool_vectors = d[distinct.inverse[list(pool.chunk_ids)]]
-            scores = self._fit(query, pool_vectors).decision_function(pool_vectors)
+            nearest = np.array(pool.chunk_ids, dtype=np.int64)
+            background = self._background(nearest, chunks, number)
+            model = self._fit(query, d[distinct.inverse[np.concatenate([nearest, background])]],
+                              weights=(len(nearest), (chunks - len(nearest)) / max(1, len(background))),
+                              chunks=chunks)
+            scores = model.decision_function(d[distinct.inverse[nearest]])
             order = np.argsort(-scores, kind="stable")[:depth]
-            rankings.append(Ranking(tuple(pool.chunk_ids[i] for i in order), tuple(float(scores[i]) for i in order)))
+            rankings.append(Ranking(tuple(int(nearest[i]) for i in order), tuple(float(scores[i]) for i in order)))
         return rankings
+
+    def _background(self, nearest: np.ndarray, chunks: int, number: int) -> np.ndarray:
+        """As many chunks as ``candidates`` (or all there are), drawn at random from those not among the nearest:
+        in the fit they stand for every chunk left out, so the hyperplane leans as the exact one does."""
+        rest = np.setdiff1d(np.arange(chunks), nearest)
+        rng = np.random.default_rng([self.random_state, number])
+        return np.sort(rng.choice(rest, min(len(rest), self.candidates), replace=False))
 
     def _check_affordable(self, questions: int, chunks: int, dimension: int) -> None:
         hours = exact_hours(questions, chunks, dimension)
@@ -101,24 +114,35 @@ class SVMRetriever(Retriever):
                 f"retrievers.svm.candidates=1000 in a combination) to fit over each question's 1,000 nearest chunks "
                 f"(approximate), or max_hours={int(np.ceil(hours))} to run it exactly")
 
-    def _fit(self, query: np.ndarray, vectors: np.ndarray):
+    def _fit(self, query: np.ndarray, vectors: np.ndarray, weights: tuple[int, float] | None = None,
+             chunks: int | None = None):
+        """A linear SVM separating ``query`` from ``vectors``. ``weights`` (candidate mode): the first ``n`` vectors
+        count once, the rest ``w`` times each, and the classes are weighted as over all ``chunks``."""
         from sklearn.svm import LinearSVC
 
         x = np.vstack([query[None, :], vectors])
         y = np.zeros(len(x))
         y[0] = 1
-        model = LinearSVC(class_weight="balanced", C=self.C, max_iter=self.max_iter, tol=self.tol,
+        if weights is None:
+            model = LinearSVC(class_weight="balanced", C=self.C, max_iter=self.max_iter, tol=self.tol,
+                              random_state=self.random_state)
+            return fit_interruptibly(model, x, y)
+        nearest, weight = weights
+        sample_weight = np.ones(len(x))
+        sample_weight[1 + nearest:] = weight
+        balanced = {1: (chunks + 1) / 2, 0: (chunks + 1) / (2 * chunks)}  # "balanced" over the whole index
+        model = LinearSVC(class_weight=balanced, C=self.C, max_iter=self.max_iter, tol=self.tol,
                           random_state=self.random_state)
-        return fit_interruptibly(model, x, y)
+        return fit_interruptibly(model, x, y, sample_weight)
 
 
-def fit_interruptibly(model, x, y):
+def fit_interruptibly(model, x, y, sample_weight=None):
     """``model.fit(x, y)`` in a daemon thread, waited for in slices: a process on its way out stops waiting."""
     failure: list[BaseException] = []
 
     def fit():
         try:
-            model.fit(x, y)
+            model.fit(x, y, sample_weight=sample_weight)
         except BaseException as err:  # handed to the waiting thread
             failure.append(err)
 

@@ -76,11 +76,12 @@ def test_candidate_mode_agrees_with_exact_on_a_small_corpus():
         assert all(len(r.chunk_ids) == 4 for r in approximate)
         return sum(len(set(a.chunk_ids) & set(e.chunk_ids)) for a, e in zip(approximate, exact)) / (4 * 30)
 
-    # fitted over every chunk (in cosine order) it is exact; over fewer negatives the hyperplane tilts (measured
-    # here: 0.40 with 20 of 400 chunks, 0.54 with 100, 0.78 with 200)
+    # with every chunk a candidate it is the exact fit; with fewer, the weighted sample of the rest stands in for
+    # them (measured here: 0.54 with 20 of 400 chunks, 0.78 with 100, 0.975 with 200; without the sample, fitted
+    # over the candidates alone: 0.40, 0.54, 0.78)
     assert agreement(400) == 1.0
     assert agreement(20) < agreement(100) < agreement(200) < 1.0
-    assert agreement(200) >= 0.7
+    assert agreement(200) >= 0.9
     assert SVMRetriever(candidates=20).label == "SVM (20 candidates)"
 
 
@@ -106,7 +107,7 @@ def test_a_fit_is_abandoned_within_a_second_when_the_process_stops(process_stop)
     from opi.retrievers.topk import RankingInterrupted
 
     class SlowModel:
-        def fit(self, x, y):
+        def fit(self, x, y, sample_weight=None):
             time.sleep(30)  # liblinear does not return to Python until it is done
 
     threading.Timer(0.3, process_stop.set).start()
