@@ -1,15 +1,13 @@
 """LLM-endpoint faults as a user meets them in ``opi-eval`` (the client's own handling is tested in
 tests/opi/llm): each ends in one line and exit 2, and SIGTERM during a stalled request ends the run within seconds
 with its parent run closed as KILLED."""
-import os
 import signal
-import time
 from pathlib import Path
 
 import mlflow
 import pytest
 
-from tests.helpers.cli import processes_with_env, run_cli, start_cli, wait_for
+from tests.helpers.cli import processes_with_env, run_cli, start_cli, terminated, wait_for
 from tests.helpers.fake_openai import FakeOpenAI
 
 
@@ -36,17 +34,7 @@ def test_sigterm_during_a_stalled_request_ends_opi_eval_within_10_s(tmp_path):
     with FakeOpenAI(mode="stall", stall_seconds=300) as server:
         process, log = start_cli(tmp_path, "-m", "llm=openai-compatible", f"llm.base_url={server.base_url}",
                                  "llm.model=fake", "dataset.limit=2", "setup=knn", env={"OPENAI_API_KEY": "k"})
-        try:
-            wait_for(lambda: server.arrivals or process.poll() is not None, 240, "the first LLM request")
-            assert process.poll() is None, log.read_text()[-3000:]
-            time.sleep(0.5)
-            os.kill(process.pid, signal.SIGTERM)
-            started = time.monotonic()
-            code = process.wait(timeout=30)
-            took = time.monotonic() - started
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
+        code, took = terminated(process, lambda: server.arrivals, 240, timeout=30)
     output = log.read_text()
     assert took < 10, output[-3000:]
     assert code == 128 + signal.SIGTERM, output[-3000:]

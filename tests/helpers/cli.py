@@ -104,6 +104,23 @@ def start_cli(folder: Path, *overrides: str, env: dict | None = None, default_fo
     return process, log
 
 
+def terminated(process: subprocess.Popen, started_when, wait: float, after: float = 0.5, timeout: float = 60
+               ) -> tuple[int, float]:
+    """SIGTERM to ``process`` ``after`` seconds past ``started_when()`` (waited for up to ``wait`` s): its exit code
+    and how long it took to exit. The process is killed, whatever happens."""
+    try:
+        wait_for(lambda: started_when() or process.poll() is not None, wait, "the work to interrupt")
+        assert process.poll() is None, "the process ended before it could be interrupted"
+        time.sleep(after)
+        os.kill(process.pid, signal.SIGTERM)
+        started = time.monotonic()
+        code = process.wait(timeout=timeout)
+        return code, time.monotonic() - started
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
 def wait_for(condition, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():

@@ -119,27 +119,14 @@ def test_a_fit_is_abandoned_within_a_second_when_the_process_stops(process_stop)
 
 @pytest.mark.slow
 def test_sigterm_during_a_long_svm_fit_ends_opi_eval_within_10_s(tmp_path):
-    import os
     import signal
-    import time
 
-    from tests.helpers.cli import start_cli, wait_for
+    from tests.helpers.cli import start_cli, terminated
 
     # corpus scope over deeplogic-v2's 1,127 chunks, fits made long (a huge C, a tolerance liblinear never meets)
     process, log = start_cli(tmp_path, "setup=svm", "dataset=deeplogic-v2", "retrieval.scope=corpus",
                              "retriever.C=1000", "retriever.tol=1e-15", "retriever.max_iter=1000000000")
-    try:
-        wait_for(lambda: "SVM: one fit over 1,127 chunks" in log.read_text() or process.poll() is not None, 600,
-                 "the SVM fits to start")
-        assert process.poll() is None, log.read_text()[-3000:]
-        time.sleep(3)  # inside a fit
-        os.kill(process.pid, signal.SIGTERM)
-        started = time.monotonic()
-        code = process.wait(timeout=60)
-        took = time.monotonic() - started
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+    code, took = terminated(process, lambda: "SVM: one fit over 1,127 chunks" in log.read_text(), 600, after=3)
     output = log.read_text()
     assert took < 10, output[-3000:]
     assert code == 128 + signal.SIGTERM, output[-3000:]
