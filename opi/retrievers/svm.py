@@ -108,11 +108,14 @@ class SVMRetriever(Retriever):
     def _check_affordable(self, questions: int, chunks: int, dimension: int) -> None:
         hours = exact_hours(questions, chunks, dimension)
         if hours > self.max_hours:
+            took = (f"{hours:.1f} h" if hours >= 0.1 else f"{hours * 60:.0f} min" if hours >= 1 / 60 else
+                    f"{hours * 3600:.0f} s")
+            pool = max(self.k, min(1000, chunks // 10))
             raise RetrievalTooSlow(
-                f"exact SVM over {chunks:,} chunks for {questions:,} questions would take about {hours:.1f} h (one "
-                f"fit over every chunk per question): set candidates=1000 on it (retriever.candidates=1000, or "
-                f"retrievers.svm.candidates=1000 in a combination) to fit over each question's 1,000 nearest chunks "
-                f"(approximate), or max_hours={int(np.ceil(hours))} to run it exactly")
+                f"exact SVM over {chunks:,} chunks for {questions:,} questions would take about {took} (one fit over "
+                f"every chunk per question): set candidates={pool} on it (retriever.candidates={pool}, or "
+                f"retrievers.svm.candidates={pool} in a combination) to fit over each question's {pool:,} nearest "
+                f"chunks (approximate), or max_hours={max(1, int(np.ceil(hours)))} to run it exactly")
 
     def _fit(self, query: np.ndarray, vectors: np.ndarray, weights: tuple[int, float] | None = None,
              chunks: int | None = None):
