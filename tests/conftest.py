@@ -27,6 +27,20 @@ def pytest_sessionstart(session):
         subprocess.run(["ip", "link", "set", "lo", "up"], check=False, capture_output=True)
 
 
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored():
+    """A command run in this process installs OPI's SIGTERM handler (``flows.cli.start``); put pytest's back after
+    each test, so a SIGTERM meant for the test session (CI's time limit, ``kill``) is not turned into a test's
+    ``SystemExit``."""
+    import signal
+
+    saved = {number: signal.getsignal(number) for number in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for number, handler in saved.items():
+        if signal.getsignal(number) is not handler:
+            signal.signal(number, handler)
+
+
 @pytest.fixture(scope="session")
 def embedder():
     """The packaged all-MiniLM-L6-v2, loaded once for the whole test session: the process's shared embedder, so the
