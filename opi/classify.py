@@ -233,10 +233,14 @@ class LLMRelationClassifier:
         labels = self.relation_set.labels
         reply_format = None if self.finetuned else json_reply_format(
             "relation", object_schema(relation={"type": "string", "enum": list(labels)}))
+        conversations = [self.messages(t) for t in triples]
         results, failures = self.client.ask_json(
-            [self.messages(t) for t in triples], reply_format, lambda reply: parse_relation(reply, labels),
+            conversations, reply_format, lambda reply: parse_relation(reply, labels),
             self.parse_retries, 'Reply with only {"relation": "<label>"} using one of: ' + ", ".join(labels), progress)
         self.parse_failures += failures
+        record_of = getattr(self.client, "record_of", lambda *_: None)  # a client of your own may keep none
+        records = [record_of(c, reply_format) for c in conversations]
+        self.replies = [r.content if r is not None else None for r in records]  # the first reply, raw
         return [r if r is not None else UNKNOWN for r in results]
 
 

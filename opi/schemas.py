@@ -284,6 +284,19 @@ class TrackingConfig:
     artifact_location: str = "mlruns/artifacts"
     experiment: str = "opi"
     label: Optional[str] = None  # tag opi.label on the sweep's parent and child runs (opi-nightly finds its runs by it)
+    # per-example MLflow traces of each configuration run: all | N (a sample stratified by relation, the same
+    # examples in every configuration) | none. Default: two per relation of the paper's 13 (benchmarks/traces.py)
+    traces: str = "26"
+
+    def __post_init__(self):
+        self.traces = str(self.traces).strip().lower()
+        _require(self.traces in ("all", "none") or (self.traces.isdigit() and int(self.traces) > 0),
+                 f"tracking.traces: all, none or a number of examples > 0, got {self.traces!r}")
+
+    @property
+    def traced(self) -> int | None:
+        """How many examples of each configuration get a trace: None for all, 0 for none."""
+        return {"all": None, "none": 0}.get(self.traces, int(self.traces) if self.traces.isdigit() else 0)
 
 
 @dataclass

@@ -113,11 +113,12 @@ def answer(llm: LLMConfig, questions: list[str], sentence_lists: list[list[str]]
     client = client_for(llm, llm_cache) if llm.endpoint else None
     reader = components.with_resources(llm.reader, embedder=embedder_for(embedding), client=client)
     if client is None:
-        return {"answers": reader.answer(questions, sentence_lists), "usage": {}}
+        return {"answers": reader.answer(questions, sentence_lists), "usage": {}, "calls": None}
     bar, update = progress_bar(len(questions), f"answers ({llm.name})", client)
     with bar:
         answers = reader.answer(questions, sentence_lists, update)
-    return {"answers": answers, "usage": client.usage.as_metrics("llm_answer")}
+    return {"answers": answers, "usage": client.usage.as_metrics("llm_answer"),
+            "calls": getattr(reader, "calls", None)}  # per example: prompt, cached, tokens (an LLMReader's)
 
 
 def resources(context: StageContext) -> dict[str, Any]:
@@ -150,7 +151,8 @@ def classify(classifier, llm: LLMConfig, training: TrainingSet | None, apply_ids
     with bar:
         predicted = model.predict(apply, update)
     return {"predicted": predicted, "usage": client.usage.as_metrics("llm_classify"),
-            "counts": {"parse_failures": float(getattr(model, "parse_failures", 0))}}
+            "counts": {"parse_failures": float(getattr(model, "parse_failures", 0))},
+            "replies": getattr(model, "replies", None)}
 
 
 _FITTED: dict[str, Any] = {}  # fitted classifiers of this process: one fit serves every configuration of a sweep
@@ -199,9 +201,11 @@ def answer_similarity(gold: list[str], generated: list[str | None], embedding: E
 @task(name="answer-quality")
 def answer_quality(metrics: MetricsConfig, llm: LLMConfig, questions: list[str], truths: list[str],
                    answers: list[str], similarities: list[float], llm_cache: str, code: str) -> dict[str, Any]:
-    """LLM-scored answer metrics per example (None where a reply could not be parsed) and their usage."""
+    """LLM-scored answer metrics per example (None where a reply could not be parsed), the judge's reasons and
+    their usage."""
     client = client_for(llm, llm_cache)
     columns: dict[str, list] = {}
+    texts: dict[str, list] = {}  # per-example text beside the scores: the judge's reasons
     counts: dict[str, float] = {}
     given = [i for i, answer in enumerate(answers) if answer is not None]  # no answer, no score
     if metrics.correctness:
@@ -216,7 +220,9 @@ def answer_quality(metrics: MetricsConfig, llm: LLMConfig, questions: list[str],
         scores = dict(zip(given, judge.score(*([values[i] for i in given] for values in (questions, truths, answers)))))
         columns["judge_score"] = [scores.get(i) for i in range(len(answers))]
         counts["judge_failures"] = float(judge.parse_failures)
-    return {"columns": columns, "counts": counts, "usage": client.usage.as_metrics("llm_metrics")}
+        reasons = dict(zip(given, judge.reasons))
+        texts["judge_reason"] = [reasons.get(i) for i in range(len(answers))]
+    return {"columns": columns, "texts": texts, "counts": counts, "usage": client.usage.as_metrics("llm_metrics")}
 
 
 @task(name="sweep-report")

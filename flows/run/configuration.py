@@ -72,7 +72,8 @@ def run_configuration(config: OPIConfig) -> dict[str, Any]:
              result["stages"], " (the configuration's whole result, one read)" if kept is not None else "")
     work = {name: counts.get(name, 0.0) + value for name, value in here.counts.items()}
     metrics = {**result["metrics"], **counts, **work}
-    return {"metrics": metrics, "predictions": result["predictions"], "per_relation": result["per_relation"]}
+    return {"metrics": metrics, "predictions": result["predictions"], "per_relation": result["per_relation"],
+            "traces": result["traces"]}
 
 
 def unanswered(metrics: dict[str, float]) -> float:

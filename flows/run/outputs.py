@@ -9,11 +9,13 @@ from typing import Callable
 
 from hydra.core.hydra_config import HydraConfig
 
-from flows.run.identity import component_embeddings, describe, effective_settings
+from flows.run.identity import classifier_names, component_embeddings, describe, effective_settings
 from flows.run.redaction import scrub_files
 from flows.tracking.runs import log_run
+from flows.tracking.traces import TraceContext, TraceCount, write_traces
 from opi.llm.prompts import load_prompt
 from opi.schemas import OPIConfig
+from opi.trace_records import traced_ids
 from opi.yardstick import yardstick_tags
 
 log = logging.getLogger("opi")
@@ -63,5 +65,30 @@ def record(config: OPIConfig, result: dict) -> None:
         identity = describe(config)
         run_id = log_run(config.tracking, identity.name, effective_settings(config), result["metrics"], tables,
                          {"opi.role": "configuration", "gold_relation_source": config.relations.gold,
-                          **identity.tags(), **prompt_tags(config), **embedding_tags(config)})
+                          **identity.tags(), **prompt_tags(config), **embedding_tags(config)},
+                         traces=trace_writer(config, result))
         log.info("MLflow run %s", run_id)
+
+
+def trace_writer(config: OPIConfig, result: dict) -> Callable[[str, str], TraceCount] | None:
+    """What writes this configuration's traces into its run (``tracking.traces``): None for none."""
+    rows = result["predictions"]
+    if config.tracking.traced == 0 or rows.empty:
+        return None
+    identity, classifier = describe(config), (classifier_names(config) or [None])[0]
+    asks_llm = classifier is not None and not getattr(config.classifier, "trains", False) \
+        and not getattr(config.classifier, "registered", None)
+    classifier_source = (("LLM_JUDGE", getattr(config.classifier, "model", None) or config.llm.model or "llm")
+                         if asks_llm else ("CODE", classifier or "none"))
+    k = config.retriever.k if config.single else getattr(config.combination, "k", None)
+    ids = traced_ids(list(rows["id"]), list(rows["relation"]), config.tracking.traced, config.seed)
+
+    def write(experiment_id: str, run_id: str) -> TraceCount:
+        context = TraceContext(
+            experiment_id, run_id, identity.name, identity.name.split(" | ")[0], config.llm.name, classifier,
+            classifier_source, ("HUMAN", "dataset labels") if config.relations.gold == "labels" else classifier_source,
+            ("LLM_JUDGE", config.llm.model or config.llm.name), config.metrics.similarity.model, k,
+            not result["metrics"].get("cache_misses"))
+        return write_traces(config.tracking.tracking_uri, context, rows, result["traces"], ids)
+
+    return write

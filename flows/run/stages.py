@@ -13,7 +13,7 @@ from flows.orchestration import tasks
 from flows.orchestration.cache import HashedDict, StageCalls, hashed
 from flows.orchestration.tasks import RegisteredModel, StageContext, code_for
 from flows.run.data import Data, training_for
-from flows.run.identity import own_embedding
+from flows.run.identity import describe, own_embedding
 from flows.run.preflight import notice_once
 from opi.articles import Article, corpus_view
 from opi.classify import training_warnings
@@ -24,6 +24,7 @@ from opi.metrics.retrieval import retrieval_columns
 from opi.predictions import prediction_rows, with_scores
 from opi.relations import UNKNOWN, Triple
 from opi.rerankers import candidate_pools, reranks
+from opi.trace_records import chunk_sources, trace_records
 from opi.retrieval import combine, cut, evaluated_rankings, sentence_texts
 from opi.schemas import OPIConfig
 
@@ -61,23 +62,29 @@ def ranking_depth(config: OPIConfig) -> int:
 
 
 def retrieve(config: OPIConfig, data: Data, articles: dict[str, Article], stages: StageCalls
-             ) -> tuple[dict, dict[str, list], dict[str, float]]:
+             ) -> tuple[dict, dict, dict[str, list], dict[str, float]]:
     """Each example's retrieved chunks and complete sentences: member rankings (cached per member's settings, so
     kNN alone and kNN inside A-Four share work, whatever their k), reranked (``rerank``), each cut to its member's
-    k, combined; the rank-aware retrieval metrics of each example against its gold evidence (none without
-    evidence), read from the rankings the reader's chunks come from; and the reranker's counts and LLM usage."""
-    depth, members = ranking_depth(config), list(config.members().values())
+    k, combined; each chunk's score and the retriever it came from (``chunk_sources``); the rank-aware retrieval
+    metrics of each example against its gold evidence (none without evidence), read from the rankings the
+    reader's chunks come from; and the reranker's counts and LLM usage."""
+    depth, members, identity = ranking_depth(config), list(config.members().values()), describe(config)
     rankings = stages.call_many("retrieval", tasks.rank, *[
         (member, depth, data.examples, articles, own_embedding(config, member), code_for(tasks.rank, member))
         for member in members])
     combination, ks, reranking = config.combination, [member.k for member in members], {}
+    names, label = list(identity.members), identity.name.split(" | ")[0]  # e.g. kNN, A-Four, kNN > cross-encoder
     if reranks(config.rerank):
         combination, rankings, ks, reranking = reranked_retrieval(config, data, articles, rankings, stages)
+        names = names if len(rankings) == len(names) else [label]
     cuts = [cut(ranked, k) for ranked, k in zip(rankings, ks)]
     evaluated, ordered = evaluated_rankings(combination, rankings, cuts, data.examples)
     columns = retrieval_columns(data.examples, evaluated, articles, config.metrics.retrieval_k, ordered)
     scores = {name: values for name, values in columns.items() if any(v is not None for v in values)}
-    return combine(combination, cuts, data.examples, articles), scores, reranking
+    retrieved = combine(combination, cuts, data.examples, articles)
+    sources = {e.id: chunk_sources(retrieved[e.id], evaluated[e.id][0] if ordered else None,
+                                   [member[e.id] for member in cuts], names, label) for e in data.examples}
+    return retrieved, sources, scores, reranking
 
 
 def reranked_retrieval(config: OPIConfig, data: Data, articles: dict[str, Article], rankings: list,
@@ -120,7 +127,8 @@ def relation_stages(config: OPIConfig, data: Data, applied: list, registered: Re
     examples = data.examples
     if config.relations.gold == "none":  # the data's own labels too are set aside: no LRCR, no OPI
         return {"examples": [dataclasses.replace(e, relation=None) for e in examples],
-                "predicted": [None] * len(examples), "question_only": None, "metrics": {}, "usage": {}}
+                "predicted": [None] * len(examples), "question_only": None, "metrics": {}, "usage": {},
+                "replies": None}
     training = training_for(config, data)
     context = StageContext(own_embedding(config, config.classifier), config.relations.set, config.seed,
                            config.paths.llm_cache)
@@ -137,6 +145,11 @@ def relation_stages(config: OPIConfig, data: Data, applied: list, registered: Re
     labels: list[str | None] = [None] * len(examples)
     for i, label in zip(answered, predicted["predicted"]):
         labels[i] = label
+    replies: list[str | None] | None = None  # an LLM classifier's raw replies, for the traces
+    if predicted.get("replies") is not None:
+        replies = [None] * len(examples)
+        for i, reply in zip(answered, predicted["replies"]):
+            replies[i] = reply
     metrics, usage = dict(predicted["counts"]), dict(predicted["usage"])
     if config.relations.gold == "classifier":
         gold = classify(hashed([Triple(e.context, e.question, e.answer) for e in examples]))
@@ -153,7 +166,7 @@ def relation_stages(config: OPIConfig, data: Data, applied: list, registered: Re
         for warning in training_warnings(training.labels, metrics["classifier_cv_accuracy"]):
             notice_once(warning)
     return {"examples": examples, "predicted": labels, "question_only": question_only["predicted"],
-            "metrics": metrics, "usage": usage}
+            "metrics": metrics, "usage": usage, "replies": replies}
 
 
 def added(first: dict[str, float], second: dict[str, float]) -> dict[str, float]:
@@ -167,7 +180,7 @@ def run_stages(config: OPIConfig, data: Data, registered: RegisteredModel | None
     stages = StageCalls(config.paths.cache_dir, quote_inputs=config.orchestration.runner == "threads",
                         embedding_store=config.paths.embedding_store)
     articles = chunked_articles(config, data, stages)
-    retrieved, retrieval_scores, reranking = retrieve(config, data, articles, stages)
+    retrieved, sources, retrieval_scores, reranking = retrieve(config, data, articles, stages)
     texts = [sentence_texts(e, articles, retrieved[e.id]) for e in examples]
     questions, truths = [e.question for e in examples], [e.answer for e in examples]
     generation = stages.call("generation", tasks.answer, config.llm, questions, texts,
@@ -186,17 +199,22 @@ def run_stages(config: OPIConfig, data: Data, registered: RegisteredModel | None
                            articles, corpus=config.retrieval.scope == "corpus")
     if relations["question_only"] is not None:
         rows["predicted_relation_question_only"] = relations["question_only"]
+    rows["chunk_scores"] = [[score for score, _ in sources[e.id]] for e in examples]
     rows = with_scores(rows, retrieval_scores)
-    quality = {"columns": {}, "counts": {}, "usage": {}}
+    quality = {"columns": {}, "texts": {}, "counts": {}, "usage": {}}
     if config.metrics.correctness or config.metrics.judge:
         quality = stages.call("answer-metrics", tasks.answer_quality, config.metrics, config.llm, questions, truths,
                               answers, similarities, llm_cache, code_for(tasks.answer_quality), kept=False)
         rows = with_scores(rows, quality["columns"])
+        for column, values in quality["texts"].items():
+            rows[column] = values
     metrics, table = configuration_metrics(rows, data.relation_set.labels, config.metrics.betas,
                                            config.metrics.beta, config.report.confidence, config.report.resamples,
                                            config.seed)
     usage = {**reranking, **generation["usage"], **relations["usage"], **quality["usage"]}
     metrics.update({**relations["metrics"], **quality["counts"], **usage, **usage_totals(usage),
                     "rows_dropped": float(sum(data.report.dropped.values()))})
-    return ({"metrics": metrics, "predictions": rows, "per_relation": table, "stages": stages.hits + stages.misses},
-            stages.counts())
+    traces = trace_records(examples, retrieved, sources, articles, texts, generation.get("calls"),
+                           relations["replies"])
+    return ({"metrics": metrics, "predictions": rows, "per_relation": table, "traces": traces,
+             "stages": stages.hits + stages.misses}, stages.counts())

@@ -2,11 +2,12 @@
 ``config.yaml``, its metrics and tables: never a secret (``opi.secrets``)."""
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mlflow.entities import Metric, Param
 from omegaconf import OmegaConf
@@ -14,7 +15,10 @@ from omegaconf import OmegaConf
 from flows.tracking.owners import this_process
 from flows.tracking.store import open_experiment
 from opi.schemas import TrackingConfig
-from opi.secrets import is_secret_name, redact_values
+from flows.tracking.traces import TraceCount
+from opi.secrets import is_secret_name, redact_url, redact_values
+
+log = logging.getLogger("opi")
 
 PARENT_ENV = "OPI_PARENT_RUN_ID"  # set by the sweep's parent run for its jobs (and the processes they start)
 
@@ -38,8 +42,11 @@ def run_tags(tracking: TrackingConfig) -> dict[str, str]:
 
 
 def log_run(tracking: TrackingConfig, run_name: str, settings: dict[str, Any], metrics: dict[str, float],
-            tables: dict[str, Any], tags: dict[str, str]) -> str:
-    """Log one configuration's run; returns its id. ``settings``: its effective settings as plain data."""
+            tables: dict[str, Any], tags: dict[str, str],
+            traces: Callable[[str, str], TraceCount] | None = None) -> str:
+    """Log one configuration's run; returns its id. ``settings``: its effective settings as plain data;
+    ``traces``: writes the run's per-example traces (experiment id, run id) after its metrics and artifacts, so a
+    process killed while writing them leaves the metrics whole; how many were written is logged too."""
     client, experiment_id = open_experiment(tracking)
     parent = os.environ.get(PARENT_ENV)
     all_tags = {**tags, **run_tags(tracking), **({"mlflow.parentRunId": parent} if parent else {})}
@@ -58,6 +65,13 @@ def log_run(tracking: TrackingConfig, run_name: str, settings: dict[str, Any], m
                     frame.to_csv(path, index=False)
             (Path(folder) / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact_values(settings))))
             client.log_artifacts(run.info.run_id, folder)
+        if traces is not None:
+            count = traces(experiment_id, run.info.run_id)
+            client.log_batch(run.info.run_id, metrics=[Metric(k, v, int(time.time() * 1000), 0)
+                                                       for k, v in count.metrics().items()])
+            if count.failed:
+                log.warning("%s: %d of %d traces could not be written to %s (its metrics and predictions are "
+                            "logged)", run_name, count.failed, count.expected, redact_url(tracking.tracking_uri))
     except BaseException:
         client.set_terminated(run.info.run_id, status="FAILED")
         raise

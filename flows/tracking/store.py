@@ -16,7 +16,10 @@ from opi.schemas import TrackingConfig
 
 log = logging.getLogger("opi")
 KIND_TAG = "mlflow.experimentKind"
-EXPERIMENT_TAGS = {KIND_TAG: "custom_model_development"}  # MLflow 3's UI: model-evaluation runs, not traces
+# MLflow 3's UI labels the experiment "GenAI apps & agents": its GenAI view, where users arrive, holds each
+# configuration's per-example traces; the runs table stays under "Model training"
+EXPERIMENT_TAGS = {KIND_TAG: "genai_development"}
+EARLIER_KIND = "custom_model_development"  # what OPI set before its runs had traces
 
 
 @contextmanager
@@ -61,7 +64,7 @@ def open_experiment(tracking: TrackingConfig, experiment: str | None = None) -> 
             experiment_id = client.create_experiment(name, artifact_location=location.as_uri(), tags=EXPERIMENT_TAGS)
         else:
             experiment_id = found.experiment_id
-            if KIND_TAG not in found.tags:
+            if found.tags.get(KIND_TAG, EARLIER_KIND) == EARLIER_KIND:
                 client.set_experiment_tag(experiment_id, KIND_TAG, EXPERIMENT_TAGS[KIND_TAG])
     if (tracking.tracking_uri, experiment_id) not in _ORPHANS_CHECKED:
         _ORPHANS_CHECKED.add((tracking.tracking_uri, experiment_id))

@@ -350,9 +350,28 @@ class Endpoint:
                         f"OpenAI-compatible /v1 endpoint")
 
 
+@dataclass(frozen=True)
+class CallRecord:
+    """What one chat request got in this client's life: the reply (None: no answer), whether it came from the
+    call cache, and its tokens (for a cached reply, those of the call that paid for it)."""
+
+    content: str | None
+    cached: bool
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def _tokens(usage: Any) -> tuple[int, int]:
+    if usage is None:
+        return 0, 0
+    get = usage.get if isinstance(usage, dict) else lambda name: getattr(usage, name, 0)
+    return int(get("prompt_tokens") or 0), int(get("completion_tokens") or 0)
+
+
 class ChatClient:
     """``settings``: the run's ``llm`` config. ``base_url``/``cache_id`` replace its address and its identity in
-    cache keys (a local server's port changes at every start; its model file does not)."""
+    cache keys (a local server's port changes at every start; its model file does not). ``record_of`` tells what
+    a request got (reply, cached, tokens): per-example details for traces."""
 
     def __init__(self, settings: LLMConfig, cache: CallCache | None = None, base_url: str | None = None,
                  cache_id: str | None = None):
@@ -365,6 +384,7 @@ class ChatClient:
                            price_output_per_million=settings.price_output_per_million)
         self.endpoint = Endpoint(settings, self.usage, "llm", "LLM", reply_tokens=settings.max_tokens,
                                  request_settings=("model", "max_tokens", "structured_output"))
+        self.records: dict[str, CallRecord] = {}
 
     def openai(self):
         """The underlying ``openai`` client (for the fine-tuning API), made once."""
@@ -382,36 +402,48 @@ class ChatClient:
             body["response_format"] = response_format
         return body
 
+    def _key(self, body: dict[str, Any]) -> str:
+        return call_key({"endpoint": self.cache_id or self.settings.base_url or "openai", **body})
+
+    def record_of(self, messages: list[dict[str, str]], response_format: dict | None = None) -> CallRecord | None:
+        """What this request got from this client (None: it was not asked here)."""
+        return self.records.get(self._key(self.request(messages, response_format)))
+
     def complete(self, messages: list[dict[str, str]], response_format: dict | None = None) -> str | None:
         """The reply's text. An empty reply or a refusal is no answer: asked again ``llm.empty_retries`` times, then
         None (counted in ``empty_replies`` / ``refusals``), and never cached."""
         body = self.request(messages, response_format)
-        key = call_key({"endpoint": self.cache_id or self.settings.base_url or "openai", **body})
+        key = self._key(body)
         with self.usage.lock:
             self.usage.calls += 1
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None and cached["content"].strip():  # an empty reply cached by an older version: ask
             with self.usage.lock:
                 self.usage.cache_hits += 1
+            self.records[key] = CallRecord(cached["content"], True, *_tokens(cached.get("usage")))
             return cached["content"]
-        refused = False
+        refused, spent = False, (0, 0)
         for _ in range(1 + self.settings.empty_retries):
             response = self._call(body)
             message, usage = response.choices[0].message, response.usage  # checked by _completion
+            tokens = _tokens(usage)
+            spent = (spent[0] + tokens[0], spent[1] + tokens[1])
             with self.usage.lock:
-                self.usage.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
-                self.usage.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+                self.usage.prompt_tokens += tokens[0]
+                self.usage.completion_tokens += tokens[1]
             content, refused = message.content or "", bool(getattr(message, "refusal", None))
             if content.strip():
                 if self.cache is not None:
                     self.cache.put(key, {"content": content, "usage": usage.model_dump() if usage else None},
                                    replace=cached is not None)
+                self.records[key] = CallRecord(content, False, *spent)
                 return content
         with self.usage.lock:
             if refused:
                 self.usage.refusals += 1
             else:
                 self.usage.empty_replies += 1
+        self.records[key] = CallRecord(None, False, *spent)
         return None
 
     def _call(self, body: dict[str, Any]):

@@ -9,6 +9,7 @@ may take the resources ``embedder`` and ``client`` (the run's chat client) as ke
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -61,4 +62,9 @@ class LLMReader:
 
     def answer(self, questions, sentence_lists, progress=None):
         requests = [(self.messages(q, s), None) for q, s in zip(questions, sentence_lists)]
-        return [a.strip() if a is not None else None for a in self.client.complete_many(requests, progress)]
+        answers = [a.strip() if a is not None else None for a in self.client.complete_many(requests, progress)]
+        record_of = getattr(self.client, "record_of", None)  # a client of your own may not keep records
+        records = [record_of(messages) if record_of else None for messages, _ in requests]
+        self.calls = [{"prompt": messages[-1]["content"], **dataclasses.asdict(record)} if record else None
+                      for (messages, _), record in zip(requests, records)]  # what each example's trace shows
+        return answers

@@ -94,8 +94,23 @@ def parse_judgement(reply: str) -> int | None:
     return None
 
 
+def parse_reason(reply: str | None) -> str | None:
+    """The judge's one-sentence reason, where its reply gives one."""
+    import re
+
+    for candidate in [(reply or "").strip()] + re.findall(r"\{[^{}]*\}", reply or ""):
+        try:
+            value = json.loads(candidate)
+        except (json.JSONDecodeError, ValueError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("reason"), str) and value["reason"].strip():
+            return value["reason"].strip()
+    return None
+
+
 class LLMJudge:
-    """The 0-3-7 rubric as an LLM prompt (JSON schema with the enum 0/3/7 where supported); failures are None."""
+    """The 0-3-7 rubric as an LLM prompt (JSON schema with the enum 0/3/7 where supported); failures are None.
+    ``reasons``: the judge's one-sentence reason per answer of the last ``score`` (None where it gave none)."""
 
     def __init__(self, client, parse_retries: int = 2):
         self.client = client
@@ -106,10 +121,13 @@ class LLMJudge:
     def score(self, questions: Sequence[str], truths: Sequence[str], answers: Sequence[str]) -> list[int | None]:
         from opi.llm.client import json_reply_format, object_schema
 
-        reply_format = json_reply_format("score", object_schema(score={"type": "integer", "enum": list(SCALE)}))
+        reply_format = json_reply_format("score", object_schema(score={"type": "integer", "enum": list(SCALE)},
+                                                                reason={"type": "string"}))
         conversations = [[{"role": "user", "content": self.prompt.render(question=q, truth=t, answer=a)}]
                          for q, t, a in zip(questions, truths, answers)]
         result, failures = self.client.ask_json(conversations, reply_format, parse_judgement, self.parse_retries,
-                                                'Reply with {"score": 0}, 3 or 7 only.')
+                                                'Reply with {"score": 0, 3 or 7, "reason": "..."} only.')
         self.parse_failures += failures
+        record_of = getattr(self.client, "record_of", lambda *_: None)
+        self.reasons = [parse_reason(getattr(record_of(c, reply_format), "content", None)) for c in conversations]
         return result

@@ -30,9 +30,10 @@ def test_a_command_line_value_replacing_a_swept_one_is_counted_and_said():
 
 def test_the_ui_pointer_opens_the_parents_children_on_a_local_store():
     text = progress.ui_pointer("sqlite:///mlruns/mlflow.db", "7", "abc123", 13)
-    command, address, _ = text.splitlines()
+    command, address, _, traces, _ = text.splitlines()
     assert command == "open the MLflow UI with: mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db --port 5000"
     assert unquote(address) == ("then http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning&"
                                 "searchFilter=tags.mlflow.parentRunId = 'abc123'")
+    assert traces == "per-example traces: http://127.0.0.1:5000/#/experiments/7/evaluation-runs?workflowType=genai"
     assert progress.ui_pointer("http://mlflow.internal:8080/", "7", "abc123", 13).startswith(
         "http://mlflow.internal:8080/#/experiments/7/runs?")

@@ -21,8 +21,18 @@ def test_the_experiment_is_created_once_with_its_kind_and_no_global_state(tmp_pa
     client, first = store.open_experiment(tracking(tmp_path))
     _, again = store.open_experiment(tracking(tmp_path))
     assert first == again
-    assert client.get_experiment(first).tags[store.KIND_TAG] == "custom_model_development"
+    assert client.get_experiment(first).tags[store.KIND_TAG] == "genai_development"
     assert mlflow.get_tracking_uri() == before
+
+
+def test_an_experiment_opi_made_before_traces_is_relabelled_a_user_s_own_kind_is_not(tmp_path):
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    old = client.create_experiment("opi", tags={store.KIND_TAG: "custom_model_development"})
+    mine = client.create_experiment("mine", tags={store.KIND_TAG: "finetuning"})
+    store.open_experiment(tracking(tmp_path))
+    store.open_experiment(tracking(tmp_path), "mine")
+    assert client.get_experiment(old).tags[store.KIND_TAG] == "genai_development"
+    assert client.get_experiment(mine).tags[store.KIND_TAG] == "finetuning"
 
 
 def test_a_run_left_running_by_a_dead_process_is_marked_failed(tmp_path):

@@ -342,3 +342,20 @@ def test_ask_json_does_not_ask_a_missing_reply_again_nor_count_it_as_unparsable(
     assert parsed == [None] and failures == 0 and len(server.bodies) == 2
     assert client.usage.empty_replies == 1
     assert all(len(body["messages"]) == 1 for body in server.bodies)  # never with a None reply
+
+
+def test_each_request_s_record_says_its_reply_whether_it_was_cached_and_its_tokens(tmp_path):
+    with FakeOpenAI() as server:
+        first = ChatClient(settings(server.base_url), CallCache(tmp_path / "calls.sqlite"))
+        answers = first.complete_many(batch(QUESTIONS[:3]))
+        second = ChatClient(settings(server.base_url), CallCache(tmp_path / "calls.sqlite"))
+        second.complete_many(batch(QUESTIONS[:3]))
+    paid = [first.record_of(q) for q in QUESTIONS[:3]]
+    assert [r.content for r in paid] == answers and not any(r.cached for r in paid)
+    assert sum(r.prompt_tokens for r in paid) == first.usage.prompt_tokens > 0
+    assert sum(r.completion_tokens for r in paid) == first.usage.completion_tokens > 0
+    again = [second.record_of(q) for q in QUESTIONS[:3]]
+    assert all(r.cached for r in again) and second.usage.prompt_tokens == 0
+    assert [(r.content, r.prompt_tokens, r.completion_tokens) for r in again] == [
+        (r.content, r.prompt_tokens, r.completion_tokens) for r in paid]  # the tokens of the call that paid
+    assert first.record_of(QUESTIONS[5]) is None  # never asked here

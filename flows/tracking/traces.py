@@ -1,0 +1,200 @@
+"""Per-example MLflow traces of a configuration run, where MLflow 3 users look (the run's Traces tab, the
+experiment's GenAI view): one trace per example, with a RETRIEVER span (the chunks handed on as documents), a
+reader span and a classifier span, and the example's assessments (the gold answer, relation and evidence as
+expectations; BERTSim, relation correctness, the retrieval and answer scores as feedback). Built from the result's
+rows and ``opi.trace_records`` only, so a configuration read whole from the cache gets its traces too.
+
+Public MLflow APIs only, and nothing lost on a local SQLite store: assessments are logged while the example's
+trace is active (they are written with it); MLflow's asynchronous trace writer runs one worker on SQLite (more
+only contend for its one writer; 4 on a server) and its queue is flushed every ``BATCH`` traces (a full queue
+drops traces); after the flush the run's traces are counted in the store and any example missing is written
+again. What still fails is counted (``traces_failed``) and said in one line; it never fails the run."""
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pandas as pd
+
+log = logging.getLogger("opi")
+BATCH = 100  # traces queued before a flush: each is ~5 export tasks, within MLflow's queue of 1,000
+ATTEMPTS = 3  # writes of an example whose trace did not reach the store
+EXAMPLE_TAG = "opi.example_id"
+
+
+@dataclass(frozen=True)
+class TraceCount:
+    expected: int
+    written: int
+
+    @property
+    def failed(self) -> int:
+        return self.expected - self.written
+
+    def metrics(self) -> dict[str, float]:
+        return {"traces_expected": float(self.expected), "traces_written": float(self.written),
+                "traces_failed": float(self.failed)}
+
+
+@dataclass(frozen=True)
+class TraceContext:
+    """What every trace of one configuration run shares."""
+    experiment_id: str
+    run_id: str
+    configuration: str  # the run's name
+    retrieval: str  # the RETRIEVER span's name: kNN, A-Four, kNN > cross-encoder
+    reader: str  # llm.name
+    classifier: str | None  # None: no relations
+    classifier_source: tuple[str, str]  # (assessment source type, id) of relation_correct
+    gold_source: tuple[str, str]  # of the gold relation: the data's labels (HUMAN) or the classifier's
+    judge_source: tuple[str, str]
+    yardstick: str
+    k: int | None  # the configuration's cut: its recall@k and nDCG@k are assessed
+    result_from_cache: bool
+
+
+_CONFIGURED: dict[str, str] = {}
+
+
+def configure(tracking_uri: str) -> None:
+    """MLflow's tracer writes to ``tracking_uri``, with a worker count and queue that lose nothing (a user's own
+    MLFLOW_ASYNC_TRACE_LOGGING_* settings win). The tracer is rebuilt only when the store changes."""
+    import mlflow
+
+    local = tracking_uri.startswith("sqlite:")
+    os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS", "1" if local else "4")
+    os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE", str(20 * BATCH))
+    if _CONFIGURED.get("uri") != tracking_uri:
+        mlflow.set_tracking_uri(tracking_uri)
+        if "uri" in _CONFIGURED:
+            mlflow.tracing.reset()
+        _CONFIGURED["uri"] = tracking_uri
+
+
+def present(value: Any) -> bool:
+    return value is not None and value is not pd.NA and not (isinstance(value, float) and math.isnan(value))
+
+
+def _write_one(context: TraceContext, row: pd.Series, record: dict[str, Any]) -> None:
+    import mlflow
+    from mlflow.entities import AssessmentSource, Document, SpanType
+    from mlflow.entities.trace_location import MlflowExperimentLocation
+
+    code = AssessmentSource("CODE", "opi")
+    answer = row["generated_answer"] if present(row["generated_answer"]) else None
+    with mlflow.start_span("opi-example", span_type=SpanType.CHAIN, run_id=context.run_id,
+                           trace_destination=MlflowExperimentLocation(context.experiment_id)) as root:
+        root.set_inputs({"question": row["question"]})
+        root.set_attributes({EXAMPLE_TAG: row["id"], "opi.configuration": context.configuration})
+        with mlflow.start_span(context.retrieval, span_type=SpanType.RETRIEVER) as span:
+            span.set_inputs({"query": row["question"]})
+            span.set_outputs([Document(page_content=d["text"], id=str(d["chunk_id"]),
+                                       metadata={k: d[k] for k in ("chunk_id", "article_id", "score", "rank",
+                                                                   "retriever")}).to_dict()
+                              for d in record["documents"]])
+            span.set_attributes({"opi.sentences": record["sentences"]})  # the complete sentences handed on
+        call = record["reader"]
+        with mlflow.start_span(context.reader, span_type=SpanType.CHAT_MODEL if call else "READER") as span:
+            span.set_inputs({"question": row["question"], "sentences": record["sentences"],
+                             **({"prompt": call["prompt"]} if call else {})})
+            span.set_outputs(answer)
+            if call:
+                span.set_attributes({"opi.cached": call["cached"], "mlflow.chat.tokenUsage": {
+                    "input_tokens": call["prompt_tokens"], "output_tokens": call["completion_tokens"],
+                    "total_tokens": call["prompt_tokens"] + call["completion_tokens"]}})
+            else:
+                span.set_attributes({"opi.reader": "not an LLM: the retrieved sentences closest to the question"
+                                     if context.reader == "extractive" else context.reader,
+                                     "opi.cached": context.result_from_cache})
+        if context.classifier is not None and present(row["predicted_relation"]):
+            with mlflow.start_span(context.classifier, span_type="CLASSIFIER") as span:
+                span.set_inputs({"question": row["question"], "answer": answer})
+                span.set_outputs({"relation": row["predicted_relation"]})
+                if record["classifier_reply"] is not None:
+                    span.set_attributes({"opi.raw_reply": record["classifier_reply"]})
+        root.set_outputs({"answer": answer})
+        mlflow.update_current_trace(tags={EXAMPLE_TAG: str(row["id"]), "opi.configuration": context.configuration})
+        trace_id = root.trace_id
+        data = AssessmentSource("HUMAN", "dataset")
+        mlflow.log_expectation(trace_id=trace_id, name="expected_response", value=row["answer"], source=data)
+        if present(row["relation"]):
+            mlflow.log_expectation(trace_id=trace_id, name="gold_relation", value=row["relation"],
+                                   source=AssessmentSource(*context.gold_source))
+        if record["evidence"]:
+            mlflow.log_expectation(trace_id=trace_id, name="gold_evidence", value=record["evidence"], source=data)
+        for name, value, rationale, source in feedback(context, row, code):
+            mlflow.log_feedback(trace_id=trace_id, name=name, value=value, rationale=rationale, source=source)
+
+
+def feedback(context: TraceContext, row: pd.Series, code) -> list[tuple[str, Any, str | None, Any]]:
+    """(name, value, rationale, source) of each per-example score the row holds."""
+    from mlflow.entities import AssessmentSource
+
+    scores: list[tuple[str, Any, str | None, Any]] = []
+    if present(row["similarity"]):
+        scores.append(("bertsim", round(float(row["similarity"]), 6),
+                       f"cosine of the gold and the generated answer's embeddings by {context.yardstick}", code))
+    if present(row["relation"]) and present(row["predicted_relation"]):
+        scores.append(("relation_correct", bool(row["predicted_relation"] == row["relation"]),
+                       f"{context.classifier} named '{row['predicted_relation']}', the gold relation is "
+                       f"'{row['relation']}'", AssessmentSource(*context.classifier_source)))
+    if present(row["answer_found"]):
+        scores.append(("answer_found", bool(row["answer_found"]),
+                       "the gold answer's words are in the sentences handed on", code))
+    at_k = [f"recall_at_{context.k}", f"ndcg_at_{context.k}"] if context.k else []
+    for column in ["evidence_recall", *at_k, "mrr"]:
+        if column in row and present(row[column]):
+            scores.append((column, round(float(row[column]), 6), None, code))
+    if "correctness" in row and present(row["correctness"]):
+        scores.append(("answer_correctness", round(float(row["correctness"]), 6),
+                       f"statement F1 {float(row['correctness_f1']):.3f} blended with BERTSim", 
+                       AssessmentSource(*context.judge_source)))
+    if "judge_score" in row and present(row["judge_score"]):
+        rationale = row["judge_reason"] if "judge_reason" in row and present(row["judge_reason"]) \
+            else "0-3-7: 7 same meaning, 3 partial or extra, 0 no match (the judge gave no reason)"
+        scores.append(("judge_0_3_7", int(row["judge_score"]), rationale, AssessmentSource(*context.judge_source)))
+    return scores
+
+
+def traced_examples(tracking_uri: str, experiment_id: str, run_id: str) -> set[str]:
+    """The example ids whose trace of this run is in the store."""
+    from mlflow import MlflowClient
+
+    client, found, token = MlflowClient(tracking_uri), set(), None
+    while True:
+        page = client.search_traces(locations=[experiment_id], run_id=run_id, include_spans=False,
+                                    max_results=500, page_token=token)
+        found.update(t.info.tags.get(EXAMPLE_TAG) for t in page)
+        token = page.token
+        if not token:
+            return found - {None}
+
+
+def write_traces(tracking_uri: str, context: TraceContext, rows: pd.DataFrame, records: dict[str, dict],
+                 ids: Sequence[str]) -> TraceCount:
+    """One trace per example of ``ids``, checked in the store and written again where missing; never raises."""
+    import mlflow
+
+    ids = list(dict.fromkeys(ids))
+    pending, by_id = list(ids), rows.set_index("id", drop=False)
+    try:
+        configure(tracking_uri)
+        for _ in range(ATTEMPTS):
+            for start in range(0, len(pending), BATCH):
+                for example_id in pending[start:start + BATCH]:
+                    _write_one(context, by_id.loc[example_id], records[example_id])
+                mlflow.flush_trace_async_logging()
+            found = traced_examples(tracking_uri, context.experiment_id, context.run_id)
+            pending = [i for i in ids if i not in found]
+            if not pending:
+                break
+    except Exception as err:  # traces are a view of the results: a failure to write them never fails the run
+        log.warning("%s: writing its traces failed (%s: %s)", context.configuration, type(err).__name__, err)
+        try:
+            pending = [i for i in ids if i not in traced_examples(tracking_uri, context.experiment_id, context.run_id)]
+        except Exception:
+            pass
+    return TraceCount(len(ids), len(ids) - len(pending))
