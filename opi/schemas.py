@@ -285,8 +285,8 @@ class TrackingConfig:
     experiment: str = "opi"
     label: Optional[str] = None  # tag opi.label on the sweep's parent and child runs (opi-nightly finds its runs by it)
     # per-example MLflow traces of each configuration run: all | N (a sample stratified by relation, the same
-    # examples in every configuration) | none. Default: two per relation of the paper's 13 (benchmarks/traces.py)
-    traces: str = "26"
+    # examples in every configuration) | none. Default: one per relation of the paper's 13 (benchmarks/traces.py)
+    traces: str = "13"
 
     def __post_init__(self):
         self.traces = str(self.traces).strip().lower()
