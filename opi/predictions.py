@@ -8,6 +8,7 @@ sentence that another article happens to hold too is not evidence for this quest
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Mapping, Sequence
 
 import pandas as pd
@@ -16,7 +17,7 @@ from opi.articles import Article
 from opi.chunking import document_id
 from opi.combine import Retrieved
 from opi.data import Example
-from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS, answer_found, diagnose
+from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS, answer_found, content_words, diagnose
 from opi.retrieval import right_article
 
 
@@ -34,6 +35,22 @@ def own_chunks(example: Example, article: Article, retrieved: Retrieved) -> list
     return [article.chunks[i].text for i in retrieved.chunk_ids if article.chunks[i].doc_id == own]
 
 
+EXCERPT_WORDS = 150
+_words = lru_cache(maxsize=8192)(content_words)  # an article's sentences, read again for each of its questions
+
+
+def article_excerpt(example: Example, article: Article, words: int = EXCERPT_WORDS) -> str:
+    """What a person labelling an answer reads of the article: its (up to) four sentences that share most content
+    words with the question, in article order, cut to ``words`` words (no gold answer or evidence in it)."""
+    own = document_id(example.context)
+    sentences = article.sentences if article.doc_id == own else [
+        article.sentences[i] for i in sorted({i for c in article.chunks if c.doc_id == own for i in c.sentence_ids})]
+    wanted = content_words(example.question)
+    best = sorted(sentences, key=lambda s: -len(_words(s.text) & wanted))[:4]
+    text = " ".join(s.text for s in sorted(best, key=lambda s: s.idx)).split()
+    return " ".join(text[:words]) + (" ..." if len(text) > words else "")
+
+
 def prediction_rows(examples: Sequence[Example], retrieved: Mapping[str, Retrieved], texts: Sequence[list[str]],
                     answers: Sequence[str | None], predicted: Sequence[str | None], similarities: Sequence[float],
                     articles: Mapping[str, Article], corpus: bool = False) -> pd.DataFrame:
@@ -49,6 +66,8 @@ def prediction_rows(examples: Sequence[Example], retrieved: Mapping[str, Retriev
         "relation": [e.relation for e in examples],
         "chunk_ids": [list(retrieved[e.id].chunk_ids) for e in examples],
         "sentence_ids": [list(retrieved[e.id].sentence_ids) for e in examples],
+        "sentences": [list(t) for t in texts],  # the complete sentences handed to the reader
+        "article_excerpt": [article_excerpt(e, articles[document_id(e.context)]) for e in examples],
         "retrieved_sentences": [len(t) for t in texts],
         "retrieved_words": [sum(len(s.split()) for s in t) for t in texts],
         "generated_answer": list(answers),
