@@ -30,12 +30,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     commands = parser.add_subparsers(dest="command", required=True)
     out = commands.add_parser("export", help="write the blank annotation sheet")
     out.add_argument("--out", type=Path, default=Path("annotation_sheet.csv"))
-    out.add_argument("--seed", type=int, default=0, help="row shuffle")
+    out.add_argument("--seed", type=int, default=0, help="row shuffle (and the sample's draw)")
+    out.add_argument("--n", type=int, help="answers per configuration, drawn within relations (default: all); the "
+                     "LLM judge's scores on the rest calibrate people's mean (extrinsic_calibrated)")
     back = commands.add_parser("import", help="read a filled sheet and log the meta-evaluation")
     back.add_argument("sheet", type=Path)
     back.add_argument("--brackets", type=edges, default=edges("0.3333,0.6667"),
                       help="bracket edges on [0, 1] for bracket accuracy (default: thirds)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if getattr(args, "n", None) is not None and args.n < 1:
+        parser.error(f"--n must be >= 1, got {args.n}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
 
     path = args.out if args.command == "export" else args.sheet
     run_command(lambda: annotate(args.tracking_uri, args.experiment, args.sweep, args.command, path,
-                                 getattr(args, "seed", 0), getattr(args, "brackets", ())))
+                                 getattr(args, "seed", 0), getattr(args, "brackets", ()), getattr(args, "n", None)))
 
 
 if __name__ == "__main__":

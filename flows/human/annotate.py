@@ -2,7 +2,9 @@
 
 The sheet's key (which configurations gave each answer) stays with the sweep's MLflow run, so the sheet itself
 shows no configuration. Import logs, on the parent run: meta_evaluation/{agreement,by_configuration,places,
-human_scores}.csv and metrics such as human_vs_bertsim_spearman; on each child run: human_mean.
+human_scores}.csv and metrics such as human_vs_bertsim_spearman; on each child run: human_mean and, where the LLM
+judge scored every answer (``metrics=full``) and people a sample of them (``export --n``), ``extrinsic_calibrated``:
+people's mean 0-3-7 score over all answers by prediction-powered inference, with its interval.
 """
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from flows.tracking.store import existing_store
 from flows.tracking.sweeps import child_predictions, find_sweep
 from opi.metrics.extrinsic import annotation_sheet, export_sheet, import_sheet, scores_by_configuration
 from opi.metrics.meta import agreement_table, places
+from opi.metrics.ppi import ppi_mean
+from opi.trace_records import traced_ids
 
 log = logging.getLogger("opi")
 KEY_ARTIFACT = "annotation/key.csv"
@@ -33,8 +37,18 @@ def sweep_predictions(client, parent: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True).rename(columns={"id": "example_id", "answer": "ground_truth"})
 
 
-def export(client, parent: str, out: Path, seed: int) -> None:
+def sampled(answers: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
+    """``n`` answers per configuration drawn within relations (the same examples in every configuration), or all."""
+    if n is None:
+        return answers
+    return pd.concat([group[group["example_id"].isin(traced_ids(list(group["example_id"]), list(group["relation"]),
+                                                                n, seed))]
+                      for _, group in answers.groupby("configuration", sort=False)], ignore_index=True)
+
+
+def export(client, parent: str, out: Path, seed: int, n: int | None = None) -> None:
     answers = sweep_predictions(client, parent)
+    answers = sampled(answers[answers["generated_answer"].notna()], n, seed)
     sheet, key = annotation_sheet(answers, seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     export_sheet(sheet, out)
@@ -91,18 +105,42 @@ def import_scores(client, parent: str, sheet: Path, edges: tuple[float, ...]) ->
     run_ids = answers.drop_duplicates("configuration").set_index("configuration")["run_id"]
     for configuration, mean in tables["by_configuration"].set_index("configuration")["human"].items():
         client.log_metric(run_ids[configuration], "human_mean", float(mean))
+    for configuration, metrics in calibrated_extrinsic(answers, human).items():
+        for name, value in metrics.items():
+            client.log_metric(run_ids[configuration], name, value)
     log.info("agreement with people (%d answers scored):\n%s\n\nby configuration:\n%s", len(human),
              tables["agreement"].to_string(index=False, float_format="%.3f"),
              tables["by_configuration"].to_string(index=False, float_format="%.3f"))
     return tables
 
 
+def calibrated_extrinsic(answers: pd.DataFrame, human: pd.DataFrame) -> dict[str, dict[str, float]]:
+    """Per configuration with judge scores: the mean people's 0-3-7 score over all its answers, estimated by PPI++
+    from people's scores on the sheet's answers and the LLM judge's on every answer (``extrinsic_calibrated``, its
+    interval, and the people's scores used)."""
+    if "judge_score" not in answers:
+        return {}
+    found = {}
+    for configuration, rows in answers.groupby("configuration", sort=False):
+        rows = rows[rows["judge_score"].notna()].merge(human[human["configuration"] == configuration][
+            ["example_id", "score"]], on="example_id", how="left")
+        labelled = rows["score"].notna()
+        if labelled.sum() < 2:
+            continue
+        estimate = ppi_mean(rows["score"][labelled].to_numpy(float), rows["judge_score"][labelled].to_numpy(float),
+                            rows["judge_score"][~labelled].to_numpy(float))
+        found[configuration] = {"extrinsic_calibrated": estimate.value, "extrinsic_calibrated_ci_low": estimate.low,
+                                "extrinsic_calibrated_ci_high": estimate.high,
+                                "extrinsic_labels_used": float(labelled.sum())}
+    return found
+
+
 def annotate(tracking_uri: str, experiment: str, sweep: str | None, command: str, path: Path, seed: int,
-             edges: tuple[float, ...]) -> None:
+             edges: tuple[float, ...], n: int | None = None) -> None:
     """``opi-annotate export`` or ``import`` for a finished sweep (the latest, or ``sweep``)."""
     client = existing_store(tracking_uri)
     parent = find_sweep(client, experiment, sweep)
     if command == "export":
-        export(client, parent, path, seed)
+        export(client, parent, path, seed, n)
     else:
         import_scores(client, parent, path, edges)

@@ -56,12 +56,18 @@ def export(config: OPIConfig, n: int, out: Path, seed: int) -> None:
                            "relation": ""} for e in chosen], columns=SHEET_COLUMNS)
     out.parent.mkdir(parents=True, exist_ok=True)
     sheet.to_csv(out, index=False)
-    definitions = out.with_suffix(".definitions.md")
-    definitions.write_text(f"# The {len(data.relation_set)} relations ({data.relation_set.name})\n\nWrite one label "
-                           "per row in the relation column: the kind of reasoning the question needs to get from "
-                           "the article to the answer.\n\n" + "\n".join(
-                               f"- `{label}`: {text}" for label, text in data.relation_set.definitions.items()) + "\n")
+    definitions = write_definitions(out, data.relation_set)
     log.info("%s: %d examples to label (definitions: %s)", out, len(sheet), definitions)
+
+
+def write_definitions(sheet: Path, relation_set) -> Path:
+    """``<sheet>.definitions.md``: the relations a labeller chooses from, with their definitions."""
+    definitions = sheet.with_suffix(".definitions.md")
+    definitions.write_text(f"# The {len(relation_set)} relations ({relation_set.name})\n\nWrite one label per row "
+                           "in the relation column: the kind of reasoning the question needs to get from the article "
+                           "to the answer.\n\n" + "\n".join(
+                               f"- `{label}`: {text}" for label, text in relation_set.definitions.items()) + "\n")
+    return definitions
 
 
 def read_sheet(path: Path, known: dict, labels: list[str]) -> pd.DataFrame:

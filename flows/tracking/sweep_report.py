@@ -23,7 +23,8 @@ from opi.schemas import ReportConfig
 from opi.yardstick import mixed
 
 log = logging.getLogger("opi")
-COLUMNS = ["bertsim", "lrcr", "opi_1", "opi_1_mean", "opi_2", "opi_0_5", "cache_hits", "seconds_total"]
+COLUMNS = ["bertsim", "lrcr", "lrcr_calibrated", "opi_1", "opi_1_calibrated", "opi_1_mean", "opi_2", "opi_0_5",
+           "cache_hits", "seconds_total"]  # *_calibrated: after opi-label answers import
 
 
 def comparison_table(runs: list, ranked: bool = True) -> pd.DataFrame:
@@ -33,7 +34,8 @@ def comparison_table(runs: list, ranked: bool = True) -> pd.DataFrame:
                                                                        if c in run.data.metrics}} for run in runs])
     if table.empty or not ranked:
         return table
-    return table.sort_values("opi_1" if "opi_1" in table else "bertsim", ascending=False).reset_index(drop=True)
+    ranked_by = next(c for c in ("opi_1_calibrated", "opi_1", "bertsim") if c in table)  # people's labels first
+    return table.sort_values(ranked_by, ascending=False).reset_index(drop=True)
 
 
 def yardstick_clash(runs: list, parent_run_id: str) -> str | None:
@@ -59,8 +61,11 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
         log.warning("%s\nsweep of %d configurations, not ranked:\n%s", clash, len(table),
                     table[shown].to_string(index=False, float_format="%.4f"))
         return
-    client.set_tag(parent_run_id, "opi.ranked_by", "opi_1" if "opi_1" in table else "bertsim")
-    log.info("sweep of %d configurations, ranked by %s:\n%s", len(table), "OPI-1" if "opi_1" in table else "BERTSim",
+    ranked_by = next(c for c in ("opi_1_calibrated", "opi_1", "bertsim") if c in table)
+    client.set_tag(parent_run_id, "opi.ranked_by", ranked_by)
+    shown += ["lrcr_calibrated", "opi_1_calibrated"] if ranked_by == "opi_1_calibrated" else []
+    log.info("sweep of %d configurations, ranked by %s:\n%s", len(table),
+             {"opi_1_calibrated": "calibrated OPI-1", "opi_1": "OPI-1"}.get(ranked_by, "BERTSim"),
              table[shown].to_string(index=False, float_format="%.4f"))
 
 

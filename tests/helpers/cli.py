@@ -39,7 +39,7 @@ def cli_command(module: str, folder: Path, *overrides: str, cache: str = "cache"
               f"paths.cache_dir={folder}/{cache}", f"paths.llm_cache={folder}/llm_calls.sqlite",
               *([] if default_folders else [f"hydra.sweep.dir={folder}/multirun", f"hydra.run.dir={folder}/outputs"])]
     given = {o.split("=", 1)[0] for o in overrides}
-    if module in ("flows.cli.report", "flows.cli.annotate"):  # no Hydra overrides: their stores are options
+    if module in ("flows.cli.report", "flows.cli.annotate") or overrides[:1] == ("answers",):  # stores are options
         stores = []
     return [sys.executable, "-m", module, *overrides, *quick, *(s for s in stores if s.split("=", 1)[0] not in given)]
 
