@@ -60,7 +60,8 @@ def member_rankings(config, corpus) -> list[dict]:
 
 def retrieved_ids(config, corpus) -> tuple[dict[str, tuple], dict, dict, list[str]]:
     calls = DirectCalls()
-    retrieved, scores, reranking = retrieve(config, *corpus, calls)
+    retrieved, sources, scores, reranking = retrieve(config, *corpus, calls)
+    assert all(len(sources[i]) == len(r.chunk_ids) for i, r in retrieved.items())  # a score per chunk handed on
     return {example_id: r.chunk_ids for example_id, r in retrieved.items()}, scores, reranking, calls.stages
 
 
