@@ -41,6 +41,22 @@ def _signal_handlers_restored():
             signal.signal(number, handler)
 
 
+@pytest.fixture(autouse=True)
+def _mlflow_environment_restored():
+    """MLflow's process-wide settings (``mlflow.set_tracking_uri`` also sets MLFLOW_TRACKING_URI, which every command
+    a later test starts would inherit) are put back after each test."""
+    import os
+
+    names = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID")
+    saved = {name: os.environ.get(name) for name in names}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(scope="session")
 def embedder():
     """The packaged all-MiniLM-L6-v2, loaded once for the whole test session: the process's shared embedder, so the

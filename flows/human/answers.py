@@ -131,7 +131,7 @@ def read_sheet(path: Path, key: pd.DataFrame, labels: list[str], ask_gold: bool)
     return sheet[sheet["relation"] != ""][needed].reset_index(drop=True)
 
 
-def import_labels(client, parent: str, path: Path, seed: int = 0) -> pd.DataFrame:
+def import_labels(client, tracking_uri: str, parent: str, path: Path, seed: int = 0) -> pd.DataFrame:
     key, answers = read_key(client, parent), sweep_answers(client, parent)
     ask_gold = (answers["gold_source"] == "classifier").any()
     relation_set = load_relation_set(answers["relation_set"].iloc[0])
@@ -143,7 +143,7 @@ def import_labels(client, parent: str, path: Path, seed: int = 0) -> pd.DataFram
     with tempfile.TemporaryDirectory() as folder:
         human.to_csv(Path(folder) / "labels.csv", index=False)
         client.log_artifacts(parent, folder, FOLDER)
-    assessed = log_assessments(client, human)
+    assessed = log_assessments(client, tracking_uri, human)
     table = calibrate(answers, human, seed)
     for row in table.to_dict("records"):
         for name, value in row.items():
@@ -164,12 +164,14 @@ def import_labels(client, parent: str, path: Path, seed: int = 0) -> pd.DataFram
     return table
 
 
-def log_assessments(client, human: pd.DataFrame) -> int:
-    """The people's labels as HUMAN assessments on the examples' traces, where the runs have them."""
+def log_assessments(client, tracking_uri: str, human: pd.DataFrame) -> int:
+    """The people's labels as HUMAN assessments on the examples' traces, where the runs have them (a label that
+    cannot be written there is said once; the labels are logged on the parent run anyway)."""
     import mlflow
     from mlflow.entities import AssessmentSource
 
-    logged = 0
+    mlflow.set_tracking_uri(tracking_uri)  # mlflow.log_feedback writes to the process's store: this command's
+    logged, failed = 0, 0
     for run_id, group in human.groupby("run_id"):
         run = client.get_run(run_id)
         traces = client.search_traces(locations=[run.info.experiment_id], run_id=run_id, include_spans=False,
@@ -177,9 +179,15 @@ def log_assessments(client, human: pd.DataFrame) -> int:
         by_example = {t.info.tags.get("opi.example_id"): t.info.trace_id for t in traces}
         for row in group.itertuples():
             if row.example_id in by_example:
-                mlflow.log_feedback(trace_id=by_example[row.example_id], name="human_relation",
-                                    value=row.human_relation, source=AssessmentSource("HUMAN", "opi-label"))
-                logged += 1
+                try:
+                    mlflow.log_feedback(trace_id=by_example[row.example_id], name="human_relation",
+                                        value=row.human_relation, source=AssessmentSource("HUMAN", "opi-label"))
+                    logged += 1
+                except Exception as err:
+                    failed += 1
+                    error = f"{type(err).__name__}: {err}"
+    if failed:
+        log.warning("%d labels could not be added to their traces (%s)", failed, error)
     return logged
 
 
@@ -240,6 +248,6 @@ def answers_command(tracking_uri: str, experiment: str, sweep: str | None, comma
     if command == "export":
         export(client, parent, n, path, seed)
     elif command == "import":
-        import_labels(client, parent, path, seed)
+        import_labels(client, tracking_uri, parent, path, seed)
     else:
         plan(client, parent, width)

@@ -40,6 +40,7 @@ def store(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLFLOW_GENAI_EVAL_MAX_WORKERS", "2")
         patch.setenv("MLFLOW_EXPERIMENT_ID", "0")  # set_experiment sets it: restored with the rest
+        patch.setenv("MLFLOW_TRACKING_URI", previous)  # set_tracking_uri sets it: restored (unset) with the rest
         uri = f"sqlite:///{folder}/mlflow.db"
         mlflow.set_tracking_uri(uri)
         try:
@@ -47,7 +48,7 @@ def store(tmp_path_factory):
             mlflow.set_experiment(experiment_id=experiment)
             yield uri
         finally:
-            mlflow.set_tracking_uri(previous)
+            mlflow.set_tracking_uri(previous)  # before the patch undoes the variable
 
 
 @pytest.fixture(scope="module")

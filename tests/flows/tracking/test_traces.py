@@ -100,7 +100,17 @@ def test_a_configuration_read_whole_from_the_cache_gets_its_traces_too(traced_sw
         assert span(trace, "RETRIEVER").outputs == span(first_traces[example_id], "RETRIEVER").outputs
 
 
-def test_a_store_that_refuses_traces_costs_the_run_nothing_but_a_count(tmp_path, caplog):
+@pytest.fixture
+def process_tracking_uri(monkeypatch):
+    """write_traces sets MLflow's process-wide tracking URI (and MLFLOW_TRACKING_URI, which commands started later
+    would inherit): put both back after the test."""
+    before = mlflow.get_tracking_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", os.environ.get("MLFLOW_TRACKING_URI", before))
+    yield
+    mlflow.set_tracking_uri(before)
+
+
+def test_a_store_that_refuses_traces_costs_the_run_nothing_but_a_count(tmp_path, process_tracking_uri):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     client = mlflow.MlflowClient(uri)
     experiment = client.create_experiment("e")

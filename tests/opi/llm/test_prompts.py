@@ -25,7 +25,7 @@ def test_every_prompt_renders_with_its_fields(name):
 
 def test_literal_braces_survive_rendering():
     text = load_prompt("judge").render(question="Q", truth="T", answer="A")
-    assert 'Reply with JSON {"score": 0}, {"score": 3} or {"score": 7} only.' in text
+    assert 'Reply with JSON only: {"score": 0, 3 or 7, "reason": "one short sentence saying why"}.' in text
 
 
 def test_an_unknown_prompt_names_the_folder():
