@@ -143,3 +143,28 @@ def test_the_readme_grid_calibrated_by_a_simulated_labeller(tmp_path):
     covered = check_calibrated(f"sqlite:///{tmp_path}/mlflow.db", answers, 40)
     print(f"\n{sum(covered)} of {len(covered)} calibrated intervals cover the simulated truth")
     assert len(covered) == 15 and sum(covered) >= 13
+
+
+def test_where_gold_relations_are_machine_labels_the_sheet_needs_both_relations(tmp_path):
+    path = tmp_path / "sheet.csv"
+    pd.DataFrame({"item": ["r1", "r2", "r3"], "relation": ["causal", "", "causal"],
+                  "gold_relation": ["deductive", "", ""]}).to_csv(path, index=False)
+    with pytest.raises(DataError, match="row 4: label both 'relation' and 'gold_relation', or neither"):
+        read_sheet(path, key_of({"r1": "a", "r2": "b", "r3": "c"}), LABELS, ask_gold=True)
+    pd.DataFrame({"item": ["r1"], "relation": ["causal"]}).to_csv(path, index=False)
+    with pytest.raises(DataError, match="missing column 'gold_relation'"):
+        read_sheet(path, key_of({"r1": "a"}), LABELS, ask_gold=True)
+
+
+def test_calibrated_extrinsic_is_ppi_of_people_s_scores_with_the_judge_on_every_answer():
+    from flows.human.annotate import calibrated_extrinsic
+    from opi.metrics.ppi import ppi_mean
+
+    answers = pd.DataFrame({"configuration": ["k"] * 6, "example_id": list("abcdef"),
+                            "judge_score": [7, 3, 0, 7, 7, 3]})
+    human = pd.DataFrame({"configuration": ["k"] * 3, "example_id": list("abc"), "score": [7, 0, 0]})
+    found = calibrated_extrinsic(answers, human)["k"]
+    expected = ppi_mean([7, 0, 0], [7, 3, 0], [7, 7, 3])
+    assert found["extrinsic_calibrated"] == pytest.approx(expected.value)
+    assert (found["extrinsic_calibrated_ci_low"], found["extrinsic_labels_used"]) == (pytest.approx(expected.low), 3)
+    assert calibrated_extrinsic(answers.drop(columns="judge_score"), human) == {}
