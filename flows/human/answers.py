@@ -21,15 +21,16 @@ from pathlib import Path
 
 import pandas as pd
 
+from flows.human.annotate import sampled
 from flows.human.label import write_definitions
 from flows.run.errors import CommandError
 from flows.tracking.store import existing_store
 from flows.tracking.sweep_report import log_sweep_summary
 from flows.tracking.sweeps import child_predictions, find_sweep
+from flows.tracking.traces import traces_by_example
 from opi.data import DataError
 from opi.metrics.calibration import calibrated_lrcr, labels_for_width
 from opi.relations import load_relation_set
-from opi.trace_records import traced_ids
 
 log = logging.getLogger("opi")
 FOLDER = "answer_labels"
@@ -55,9 +56,7 @@ def sweep_answers(client, parent: str) -> pd.DataFrame:
 
 def export(client, parent: str, n: int, out: Path, seed: int) -> None:
     answers = sweep_answers(client, parent)
-    chosen = pd.concat([group[group["example_id"].isin(traced_ids(list(group["example_id"]),
-                                                                  list(group["relation"]), n, seed))]
-                        for _, group in answers.groupby("configuration", sort=False)])
+    chosen = sampled(answers, n, seed)
     distinct = chosen.drop_duplicates(["example_id", "generated_answer"])
     order = list(range(len(distinct)))
     random.Random(seed).shuffle(order)
@@ -173,10 +172,7 @@ def log_assessments(client, tracking_uri: str, human: pd.DataFrame) -> int:
     mlflow.set_tracking_uri(tracking_uri)  # mlflow.log_feedback writes to the process's store: this command's
     logged, failed = 0, 0
     for run_id, group in human.groupby("run_id"):
-        run = client.get_run(run_id)
-        traces = client.search_traces(locations=[run.info.experiment_id], run_id=run_id, include_spans=False,
-                                      max_results=5000)
-        by_example = {t.info.tags.get("opi.example_id"): t.info.trace_id for t in traces}
+        by_example = traces_by_example(client, client.get_run(run_id).info.experiment_id, run_id)
         for row in group.itertuples():
             if row.example_id in by_example:
                 try:

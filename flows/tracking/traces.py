@@ -167,18 +167,23 @@ def feedback(context: TraceContext, row: pd.Series, code) -> list[tuple[str, Any
     return scores
 
 
+def traces_by_example(client, experiment_id: str, run_id: str) -> dict[str, str]:
+    """Example id -> trace id of this run's traces in the store."""
+    found, token = {}, None
+    while True:
+        page = client.search_traces(locations=[experiment_id], run_id=run_id, include_spans=False,
+                                    max_results=500, page_token=token)
+        found.update({t.info.tags[EXAMPLE_TAG]: t.info.trace_id for t in page if EXAMPLE_TAG in t.info.tags})
+        token = page.token
+        if not token:
+            return found
+
+
 def traced_examples(tracking_uri: str, experiment_id: str, run_id: str) -> set[str]:
     """The example ids whose trace of this run is in the store."""
     from mlflow import MlflowClient
 
-    client, found, token = MlflowClient(tracking_uri), set(), None
-    while True:
-        page = client.search_traces(locations=[experiment_id], run_id=run_id, include_spans=False,
-                                    max_results=500, page_token=token)
-        found.update(t.info.tags.get(EXAMPLE_TAG) for t in page)
-        token = page.token
-        if not token:
-            return found - {None}
+    return set(traces_by_example(MlflowClient(tracking_uri), experiment_id, run_id))
 
 
 def write_traces(tracking_uri: str, context: TraceContext, rows: pd.DataFrame, records: dict[str, dict],
