@@ -47,6 +47,7 @@ class Configuration:
     setup: str  # kNN, A-Four, ...: the short label in plots
     predictions: pd.DataFrame
     bound: str | None = None  # lower (random retriever) | upper (oracle) | None (a contender)
+    calibrated: tuple[tuple[str, float], ...] = ()  # its LRCR / OPI-1 calibrated by people's labels (opi-label)
 
 
 @dataclass(frozen=True)
@@ -92,12 +93,13 @@ class SweepReport:
     rank_by: str  # the metric configurations are ranked and tested on: opi_<β>, or bertsim without gold relations
     relation_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     retrieval: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty: the runs have no retrieval metrics
+    calibrated: pd.DataFrame = field(default_factory=pd.DataFrame)  # empty: no people's labels imported
 
     def write(self, folder: str | Path) -> list[Path]:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         tables = {"overall": self.overall, "per_relation": self.per_relation, "strengths": self.strengths,
-                  "answer_quality": self.answer_quality, "retrieval": self.retrieval,
+                  "answer_quality": self.answer_quality, "retrieval": self.retrieval, "calibrated": self.calibrated,
                   **{f"relation_{name}": table for name, table in self.relation_tables.items()}}
         paths = []
         for name, table in tables.items():
@@ -186,6 +188,9 @@ class SweepReport:
         singles = self.overall[self.overall["kind"] == "single"][shown]
         combinations = self.overall[self.overall["kind"] != "single"][shown]
         sections = [("Overall ranking", self.overall[shown])]
+        if not self.calibrated.empty:
+            sections.append(("LRCR and OPI-1 calibrated by people's labels (ranked by calibrated OPI-1; raw beside)",
+                             self.calibrated))
         if not self.retrieval.empty:
             title = (f"Retrieval against gold evidence (value and {self.settings.config.confidence:.0%} interval; "
                      "tested against the best by nDCG)")
@@ -268,7 +273,21 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
                        .reindex([r for r in relations if r in set(long["relation"])])
                        for metric in ("bertsim", "lrcr", key)}
     return SweepReport(overall, long, _strengths(runs, long, s), _answer_quality(overall), s, labels, key,
-                       relation_tables, retrieval)
+                       relation_tables, retrieval, _calibrated(configurations, metrics_of))
+
+
+CALIBRATED = ["lrcr_calibrated", "lrcr_calibrated_ci_low", "lrcr_calibrated_ci_high", "opi_1_calibrated",
+              "opi_1_calibrated_ci_low", "opi_1_calibrated_ci_high", "labels_used", "classifier_accuracy_vs_people"]
+
+
+def _calibrated(configurations: Sequence[Configuration], metrics_of: dict[str, dict[str, float]]) -> pd.DataFrame:
+    """Raw beside calibrated LRCR and OPI-1, for the configurations people's labels calibrated, best first."""
+    rows = [{"configuration": c.name, "lrcr": metrics_of[c.name]["lrcr"], "opi_1": metrics_of[c.name]["opi_1"],
+             **{name: dict(c.calibrated).get(name) for name in CALIBRATED}}
+            for c in configurations if dict(c.calibrated).get("lrcr_calibrated") is not None]
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows).sort_values("opi_1_calibrated", ascending=False).reset_index(drop=True)
 
 
 def paired_rows(configurations: Sequence[Configuration]) -> dict[str, pd.DataFrame]:

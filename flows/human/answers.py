@@ -160,6 +160,7 @@ def import_labels(client, tracking_uri: str, parent: str, path: Path, seed: int 
     log.info("%d answers labelled by people (%d answer-configuration pairs; %d traces got the label); LRCR raw and "
              "calibrated, ranked by calibrated OPI-1:\n%s", len(labelled), len(human), assessed,
              table.to_string(index=False, float_format="%.4f"))
+    log.info("the sweep report with these columns: opi-report --sweep %s", parent)
     return table
 
 

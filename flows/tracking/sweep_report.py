@@ -18,7 +18,7 @@ from flows.run.errors import CommandError
 from flows.tracking.sweeps import (child_predictions, children, configuration_names, find_sweep, sweep_incomplete,
                                    sweep_settings, yardsticks)
 from opi.relations import load_relation_set
-from opi.report import Configuration, ReportSettings, SweepReport, build_report
+from opi.report import CALIBRATED, Configuration, ReportSettings, SweepReport, build_report
 from opi.schemas import ReportConfig
 from opi.yardstick import mixed
 
@@ -91,7 +91,9 @@ def sweep_configurations(client: MlflowClient, parent_run_id: str, settings: Rep
         log.warning("sweep %s: %s", parent_run_id, incomplete)
         settings = dataclasses.replace(settings, incomplete=incomplete)
     return ([Configuration(name, run.data.tags.get("opi.kind", "single"), run.data.tags.get("opi.setup", name),
-                           frame, run.data.tags.get("opi.bound")) for name, (run, frame) in runs.items()],
+                           frame, run.data.tags.get("opi.bound"),
+                           tuple(sorted((k, v) for k, v in run.data.metrics.items() if k in CALIBRATED)))
+             for name, (run, frame) in runs.items()],
             relations, settings)
 
 

@@ -231,3 +231,18 @@ def test_retrieval_is_written_only_where_the_runs_have_it(runs, retrieval_runs, 
     build_report(retrieval_runs, RELATIONS, FAST).write(tmp_path / "with")
     assert "Oracle | x | y" in pd.read_csv(tmp_path / "with" / "retrieval.csv")["configuration"].tolist()
     assert "Retrieval against gold evidence" in (tmp_path / "with" / "report.html").read_text()
+
+
+def test_calibrated_lrcr_is_shown_beside_the_raw_and_ranks_its_section(runs, tmp_path):
+    names = list(runs)
+    calibrated = {names[0]: (("labels_used", 40.0), ("lrcr_calibrated", 0.31), ("opi_1_calibrated", 0.40)),
+                  names[1]: (("labels_used", 40.0), ("lrcr_calibrated", 0.52), ("opi_1_calibrated", 0.55))}
+    report = build_report([Configuration(name, "single", name.split(" | ")[0], frame, None,
+                                         calibrated.get(name, ())) for name, frame in runs.items()], RELATIONS)
+    table = report.calibrated
+    assert list(table["configuration"]) == [names[1], names[0]]  # by calibrated OPI-1, not by raw
+    assert list(table["lrcr"]) == [report.overall.set_index("configuration").loc[n, "lrcr"] for n in table["configuration"]]
+    assert "calibrated by people's labels" in report.markdown()
+    assert (tmp_path / "calibrated.csv") in report.write(tmp_path)
+    assert build_report(configurations(runs), RELATIONS).calibrated.empty  # none imported: no section
+    assert "calibrated by people" not in build_report(configurations(runs), RELATIONS).markdown()
