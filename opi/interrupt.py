@@ -8,6 +8,7 @@ import threading
 import time
 
 _STOP = threading.Event()  # set by stop_requests(): every wait of this process ends
+_ABANDONED: list[threading.Event] = []  # set when native work this process stopped waiting for has ended
 
 
 def stop_requests() -> None:
@@ -49,3 +50,15 @@ def wait_or_stop(seconds: float) -> bool:
             return False
         _STOP.wait(min(left, 0.2))
     return True
+
+
+def abandon(done: threading.Event) -> None:
+    """Note native work (a liblinear fit in a thread of its own) this process stopped waiting for; ``done`` is set
+    when it ends."""
+    _ABANDONED.append(done)
+
+
+def native_work_abandoned() -> bool:
+    """Is a thread still computing in native code this process stopped waiting for? Such a process must end
+    without the C runtime's exit, which unloads the libraries (scipy's OpenBLAS) under that thread: a segfault."""
+    return not all(done.is_set() for done in _ABANDONED)

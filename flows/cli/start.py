@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import signal
@@ -20,7 +21,7 @@ from typing import Any, Callable
 from flows.orchestration.server import start_temporary_server, stop_temporary_server
 from flows.run.errors import EXIT_USER_ERROR, explained, keep_traceback_in_log_file, was_composed
 from flows.run.redaction import redact_log_records
-from opi.interrupt import stop_requests
+from opi.interrupt import native_work_abandoned, stop_requests
 from opi.schemas import TrackingConfig
 from opi.secrets import setting_problem
 
@@ -48,6 +49,7 @@ QUIET_WARNINGS = (".*langchain-community. is being sunset", "SOCKS support in ur
                   "Failed to create the Prefect home")  # the last is said by the store checks, more clearly
 QUICK_EXITS = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc")
 VERBOSE_FLAGS = ("-v", "--verbose")
+_EXIT_STATUS = [1]  # the status the command's work ended with (read by end_without_native_work)
 
 
 def start_command(early_prefect: bool = False) -> None:
@@ -76,6 +78,7 @@ def start_command(early_prefect: bool = False) -> None:
         hosts = [h for h in os.environ.get(key, "").split(",") if h]
         os.environ[key] = ",".join(dict.fromkeys([*hosts, "127.0.0.1", "localhost"]))
     signal.signal(signal.SIGTERM, stopped_by_signal)
+    atexit.register(end_without_native_work)  # registered before the libraries' own hooks: runs after them
     if early_prefect and not any(a.split("=")[0] in QUICK_EXITS for a in sys.argv[1:]):
         start_temporary_server()  # boots while the command imports, checks its data and composes (~5 s saved)
 
@@ -101,6 +104,22 @@ def stopped_by_signal(signum: int, frame: Any) -> None:
     sys.exit(128 + signum)
 
 
+def end_without_native_work() -> None:
+    """The last exit hook: a process that stopped waiting for native work still running in a thread (an SVM fit
+    abandoned at SIGTERM or Ctrl-C) ends here with its status, after Python's exit handlers (MLflow runs closed,
+    servers stopped) and before the C runtime's exit, which unloads libraries under that thread (a segfault)."""
+    if native_work_abandoned():
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT_STATUS[0])
+
+
+def exit_status(code: Any) -> int:
+    """The process status ``sys.exit(code)`` gives."""
+    return 0 if code is None else code if isinstance(code, int) else 1
+
+
 def run_command(work: Callable[[], Any]) -> Any:
     """Run a command's work. Hydra reports a configuration it cannot compose (``retriever=bm26``, a typo in a key)
     in one line and exits 1: as every other user error, that is exit 2 here."""
@@ -109,9 +128,11 @@ def run_command(work: Callable[[], Any]) -> Any:
     except SystemExit as err:
         if err.code == 1 and not was_composed():
             raise SystemExit(EXIT_USER_ERROR) from None
+        _EXIT_STATUS[0] = exit_status(err.code)
         raise
     except KeyboardInterrupt:
         log.error("stopped by Ctrl-C: finished stages and configurations are kept; the same command resumes")
+        _EXIT_STATUS[0] = 130
         raise SystemExit(130) from None
     except Exception as err:
         if explained(err) is None:

@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from opi.interrupt import exiting
+from opi.interrupt import abandon, exiting
 from opi.retrievers.base import Ranking, Retriever, RetrievalTooSlow
 from opi.retrievers.topk import DistinctTexts, RankingInterrupted, stop_if_exiting
 
@@ -142,19 +142,24 @@ class SVMRetriever(Retriever):
 def fit_interruptibly(model, x, y, sample_weight=None):
     """``model.fit(x, y)`` in a daemon thread, waited for in slices: a process on its way out stops waiting."""
     failure: list[BaseException] = []
+    done = threading.Event()  # not Thread.is_alive(): a signal raised in join() marks a running thread stopped
 
     def fit():
         try:
             model.fit(x, y, sample_weight=sample_weight)
         except BaseException as err:  # handed to the waiting thread
             failure.append(err)
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=fit, name="svm-fit", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(0.2)
-        if worker.is_alive() and exiting():
-            raise RankingInterrupted("stopped: the process is exiting (an SVM fit was abandoned)")
+    threading.Thread(target=fit, name="svm-fit", daemon=True).start()
+    try:
+        while not done.wait(0.2):
+            if exiting():
+                raise RankingInterrupted("stopped: the process is exiting (an SVM fit was abandoned)")
+    finally:  # also when the signal's exception is raised here, in the wait
+        if not done.is_set():
+            abandon(done)
     if failure:
         raise failure[0]
     return model

@@ -67,3 +67,15 @@ def test_an_ordinary_exception_in_the_main_thread_is_no_reason_to_stop(process_s
         with JoinedOnExit(worker):
             raise ValueError("a failed step, handled by the caller")
     assert outcome == {"waited": True, "seen": False}
+
+
+def test_native_work_counts_as_abandoned_until_it_ends():
+    import threading
+
+    from opi.interrupt import abandon, native_work_abandoned
+
+    done = threading.Event()
+    abandon(done)
+    assert native_work_abandoned()
+    done.set()
+    assert not native_work_abandoned()

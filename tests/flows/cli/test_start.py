@@ -54,3 +54,31 @@ def test_command_line_problems_cover_overrides_appends_and_options():
     assert command_line_problem(["+llm.api_key=sk-1"]).startswith("llm.api_key would write a secret")
     assert command_line_problem(["--tracking-uri=http://u:p@mlflow/"]).startswith("tracking-uri holds credentials")
     assert command_line_problem(["'+retriever@retrievers.mine=custom'", "setup=a_two", "-m", "seed=0,1"]) is None
+
+
+def test_sigterm_during_native_work_ends_with_its_status_after_the_exit_handlers(tmp_path):
+    import signal
+    import time
+
+    # a liblinear fit that never converges, abandoned at SIGTERM; the C runtime's exit would unload scipy's
+    # OpenBLAS under it (a segfault, -11); an exit hook registered after start (MLflow's, say) still runs
+    script = f"""
+import atexit, pathlib, sys
+import numpy as np
+from flows.cli.start import run_command, start_command
+start_command()
+from sklearn.svm import LinearSVC
+from opi.retrievers.svm import fit_interruptibly
+atexit.register(lambda: pathlib.Path({str(tmp_path / 'closed')!r}).write_text('closed'))
+x = np.random.default_rng(0).normal(size=(1000, 384)); y = np.zeros(1000); y[0] = 1
+print('fitting', flush=True)
+run_command(lambda: fit_interruptibly(LinearSVC(C=1000, tol=1e-15, max_iter=10**9), x, y))
+"""
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    assert process.stdout.readline().strip() == "fitting"
+    time.sleep(1)
+    process.send_signal(signal.SIGTERM)
+    _, errors = process.communicate(timeout=30)
+    assert process.returncode == 128 + signal.SIGTERM, errors
+    assert (tmp_path / "closed").read_text() == "closed"
