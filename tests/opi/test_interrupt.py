@@ -69,11 +69,12 @@ def test_an_ordinary_exception_in_the_main_thread_is_no_reason_to_stop(process_s
     assert outcome == {"waited": True, "seen": False}
 
 
-def test_native_work_counts_as_abandoned_until_it_ends():
+def test_native_work_counts_as_abandoned_until_it_ends(monkeypatch):
     import threading
 
     from opi.interrupt import abandon, native_work_abandoned
 
+    monkeypatch.setattr("opi.interrupt._ABANDONED", [])  # not the work other tests of this process abandoned
     done = threading.Event()
     abandon(done)
     assert native_work_abandoned()
