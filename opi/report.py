@@ -282,9 +282,10 @@ CALIBRATED = ["lrcr_calibrated", "lrcr_calibrated_ci_low", "lrcr_calibrated_ci_h
 
 def _calibrated(configurations: Sequence[Configuration], metrics_of: dict[str, dict[str, float]]) -> pd.DataFrame:
     """Raw beside calibrated LRCR and OPI-1, for the configurations people's labels calibrated, best first."""
-    rows = [{"configuration": c.name, "lrcr": metrics_of[c.name]["lrcr"], "opi_1": metrics_of[c.name]["opi_1"],
-             **{name: dict(c.calibrated).get(name) for name in CALIBRATED}}
-            for c in configurations if dict(c.calibrated).get("lrcr_calibrated") is not None]
+    calibrated = {c.name: dict(c.calibrated) for c in configurations}
+    rows = [{"configuration": name, "lrcr": metrics_of[name]["lrcr"], "opi_1": metrics_of[name]["opi_1"],
+             **{metric: values.get(metric) for metric in CALIBRATED}}
+            for name, values in calibrated.items() if values.get("lrcr_calibrated") is not None]
     if not rows:
         return pd.DataFrame()
     return pd.DataFrame(rows).sort_values("opi_1_calibrated", ascending=False).reset_index(drop=True)

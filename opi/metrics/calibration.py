@@ -57,10 +57,8 @@ def calibrated_lrcr(machine, human, relations, similarity, alpha: float = 0.05, 
     names = sorted(set(relations))
     # strata: relations with enough labels for their own variance, the rest as one (a stratum of three labels
     # underestimates its variance: 11 of 15 intervals covered on the README grid with 40 labels in 13 relations)
-    enough = {r for r in names if (labelled & (relations == r)).sum() >= MIN_PER_RELATION}
-    strata = np.where(np.isin(relations, list(enough)), relations, "\0rest")
-    overall = stratified_ppi_mean(human[labelled], machine[labelled], strata[labelled], machine[~labelled],
-                                  strata[~labelled], alpha)
+    overall = stratified_ppi_mean(human[labelled], machine[labelled], relations[labelled], machine[~labelled],
+                                  relations[~labelled], alpha, min_labels=MIN_PER_RELATION)
     result = {"lrcr_calibrated": overall.value, "lrcr_calibrated_ci_low": max(overall.low, 0.0),
               "lrcr_calibrated_ci_high": min(overall.high, 1.0), "labels_used": float(labelled.sum()),
               "opi_1_calibrated": _formula3(machine, human, relations, similarity, names)}

@@ -71,6 +71,11 @@ def _ppi(y: np.ndarray, f: np.ndarray, f_unlabelled: np.ndarray, lam: float | No
     return float(value), standard_error, lam
 
 
+def _classical(y: np.ndarray) -> tuple[float, float, float]:
+    """(mean, standard error, λ = 0) of the human labels alone."""
+    return float(y.mean()), float(np.std(y) / math.sqrt(len(y))), 0.0
+
+
 def ppi_mean(y, f, f_unlabelled, alpha: float = 0.05, lam: float | None = None) -> Estimate:
     """The PPI(++) mean of ``y`` (see the module's docstring): ``lam`` None is tuned (PPI++), 1 plain PPI, 0 classical.
     Without machine-only items, the classical mean of ``y`` (λ = 0, whatever ``lam``)."""
@@ -90,22 +95,24 @@ def classical_mean(y, alpha: float = 0.05) -> Estimate:
     y = np.asarray(y, float).ravel()
     if len(y) == 0:
         raise ValueError("a mean needs at least one label")
-    return _interval(y.mean(), np.std(y) / math.sqrt(len(y)), 0.0, len(y), 0, alpha)
+    return _interval(*_classical(y), len(y), 0, alpha)
 
 
-def stratified_ppi_mean(y, f, strata, f_unlabelled, strata_unlabelled, alpha: float = 0.05) -> Estimate:
+def stratified_ppi_mean(y, f, strata, f_unlabelled, strata_unlabelled, alpha: float = 0.05,
+                        min_labels: int = 2) -> Estimate:
     """PPI++ within each stratum h, combined with weights w_h = the stratum's share of all n + N items:
     estimate = Σ w_h·θ_h, variance = Σ w_h²·σ_h² (σ_h the stratum's standard error; strata sampled independently).
 
-    A stratum with fewer than two human labels cannot estimate its own variance: all such strata are pooled into
-    one "rest" stratum; if the rest still has fewer than two labels, the result is the unstratified PPI++ mean.
+    A stratum with fewer than ``min_labels`` human labels (at least two are needed to estimate its variance; a few
+    more to estimate it well) is pooled with the other such strata into one "rest" stratum; if the rest has fewer
+    than two labels, the result is the unstratified PPI++ mean.
     The reported ``lam`` is the w-weighted mean of the strata's λ (a summary only)."""
     y, f, f_unlabelled = (np.asarray(a, float).ravel() for a in (y, f, f_unlabelled))
     strata, strata_unlabelled = np.asarray(strata, str).ravel(), np.asarray(strata_unlabelled, str).ravel()
     if len(strata) != len(y) or len(strata_unlabelled) != len(f_unlabelled):
         raise ValueError("one stratum per item is needed")
     counts = {s: int((strata == s).sum()) for s in set(strata) | set(strata_unlabelled)}
-    small = [s for s, count in counts.items() if count < 2]
+    small = [s for s, count in counts.items() if count < max(2, min_labels)]
     rest_labelled, rest_unlabelled = np.isin(strata, small), np.isin(strata_unlabelled, small)
     if 0 < rest_labelled.sum() + rest_unlabelled.sum() and rest_labelled.sum() < 2:
         return ppi_mean(y, f, f_unlabelled, alpha)
@@ -118,7 +125,7 @@ def stratified_ppi_mean(y, f, strata, f_unlabelled, strata_unlabelled, alpha: fl
         if theirs.any():
             theta, standard_error, lam_h = _ppi(y[mine], f[mine], f_unlabelled[theirs], None)
         else:  # every item of the stratum labelled: its classical mean
-            theta, standard_error, lam_h = float(y[mine].mean()), float(np.std(y[mine]) / math.sqrt(mine.sum())), 0
+            theta, standard_error, lam_h = _classical(y[mine])
         value += weight * theta
         variance += (weight * standard_error) ** 2
         lam += weight * lam_h

@@ -101,11 +101,10 @@ def test_a_configuration_read_whole_from_the_cache_gets_its_traces_too(traced_sw
 
 
 @pytest.fixture
-def process_tracking_uri(monkeypatch):
-    """write_traces sets MLflow's process-wide tracking URI (and MLFLOW_TRACKING_URI, which commands started later
-    would inherit): put both back after the test."""
+def process_tracking_uri():
+    """write_traces sets MLflow's process-wide tracking URI: put it back after the test (conftest puts back the
+    MLFLOW_TRACKING_URI it also sets)."""
     before = mlflow.get_tracking_uri()
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", os.environ.get("MLFLOW_TRACKING_URI", before))
     yield
     mlflow.set_tracking_uri(before)
 
