@@ -234,13 +234,15 @@ def test_retrieval_is_written_only_where_the_runs_have_it(runs, retrieval_runs, 
 
 
 def test_calibrated_lrcr_is_shown_beside_the_raw_and_ranks_its_section(runs, tmp_path):
-    names = list(runs)
+    names = list(runs)  # kNN first on raw OPI-1, EDI last: people's labels put EDI first
     calibrated = {names[0]: (("labels_used", 40.0), ("lrcr_calibrated", 0.31), ("opi_1_calibrated", 0.40)),
-                  names[1]: (("labels_used", 40.0), ("lrcr_calibrated", 0.52), ("opi_1_calibrated", 0.55))}
+                  names[2]: (("labels_used", 40.0), ("lrcr_calibrated", 0.52), ("opi_1_calibrated", 0.55))}
     report = build_report([Configuration(name, "single", name.split(" | ")[0], frame, None,
                                          calibrated.get(name, ())) for name, frame in runs.items()], RELATIONS)
     table = report.calibrated
-    assert list(table["configuration"]) == [names[1], names[0]]  # by calibrated OPI-1, not by raw
+    raw = report.overall.set_index("configuration")["opi_1"]
+    assert raw[names[0]] > raw[names[2]]
+    assert list(table["configuration"]) == [names[2], names[0]]  # by calibrated OPI-1, not by raw
     assert list(table["lrcr"]) == [report.overall.set_index("configuration").loc[n, "lrcr"] for n in table["configuration"]]
     assert "calibrated by people's labels" in report.markdown()
     assert (tmp_path / "calibrated.csv") in report.write(tmp_path)
