@@ -33,6 +33,15 @@ class Example:
     relation: str | None = None
     evidence: tuple[str, ...] = ()  # gold supporting text (sentences or answer spans) where the source has it
     article_id: str | None = None
+    group: str | None = None  # dataset.group's value: the cluster of the report's inference, if not the article
+
+    @property
+    def cluster(self) -> str:
+        """The unit whose questions share their fate (the report's intervals and tests resample whole clusters):
+        ``dataset.group``'s value, else the article (its id, else its text's address)."""
+        from opi.chunking import document_id
+
+        return self.group or self.article_id or document_id(self.context)
 
 
 @dataclass
@@ -113,10 +122,19 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
             continue
         seen[example_id] = row_number
         examples.append(Example(example_id, record["context"], record["question"], record["answer"],
-                                relation, evidence, record.get("article_id")))
+                                relation, evidence, _text(record.get("article_id")), _text(record.get("group"))))
     if not examples:
         raise DataError(f"{source}: no usable rows ({report.describe()})")
     return examples, report
+
+
+def _text(value: Any) -> str | None:
+    """An optional label as text (an id column read as numbers: 3.0 -> "3"); None when blank."""
+    if _blank(value):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
 
 
 def _blank(value: Any) -> bool:
@@ -208,14 +226,15 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
     return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 
-def rename_columns(rows: list[dict[str, Any]], columns: dict[str, str] | None, source: str) -> list[dict[str, Any]]:
+def rename_columns(rows: list[dict[str, Any]], columns: dict[str, str] | None, source: str,
+                   setting: str = "dataset.columns") -> list[dict[str, Any]]:
     """Apply ``{our_field: their_column}``; a mapped column absent from the file is an error naming it."""
     if not columns:
         return rows
     if rows:
         absent = [theirs for theirs in columns.values() if theirs not in rows[0]]
         if absent:
-            raise DataError(f"{source}: column(s) {absent} named in dataset.columns are not in the file; "
+            raise DataError(f"{source}: column(s) {absent} named in {setting} are not in the file; "
                             f"it has {sorted(rows[0])}")
     return [{**row, **{ours: row.get(theirs) for ours, theirs in columns.items()}} for row in rows]
 
@@ -372,6 +391,8 @@ def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str]
         raise DataError(f"{source}: the dataset has zero rows" + (f" ({unanswerable} unanswerable questions left "
                                                                    "out)" if unanswerable else ""))
     rows = rename_columns(rows, d.columns.mapping(), source)
+    if d.group:
+        rows = rename_columns(rows, {"group": d.group}, source, "dataset.group")
     if d.labels_path:
         rows = join_labels(rows, d.labels_path, d.label_join, label_set)
     examples, report = validate(rows, source, label_set, d.on_invalid, d.evidence_separator, d.max_context_words)

@@ -64,6 +64,7 @@ def prediction_rows(examples: Sequence[Example], retrieved: Mapping[str, Retriev
         "question": [e.question for e in examples],
         "answer": [e.answer for e in examples],
         "relation": [e.relation for e in examples],
+        "cluster": [e.cluster for e in examples],  # the report's unit of inference (opi.metrics.stats)
         "chunk_ids": [list(retrieved[e.id].chunk_ids) for e in examples],
         "sentence_ids": [list(retrieved[e.id].sentence_ids) for e in examples],
         "sentences": [list(t) for t in texts],  # the complete sentences handed to the reader

@@ -56,6 +56,7 @@ class DatasetConfig:
     evidence_separator: Optional[str] = None  # cut a text evidence column into pieces (else one piece per row)
     split_per_relation: int = 10  # bundled split=train|test: examples per relation in the balanced split
     test_fraction: float = 0.2
+    group: Optional[str] = None  # a column clustering the examples for inference (default: their article)
 
     def __post_init__(self):
         if isinstance(self.columns, dict):  # from plain data (a cache key, a test): the typed mapping
@@ -251,11 +252,13 @@ class ReportConfig:
     """Uncertainty on every run (bootstrap intervals) and the sweep report on every multirun's parent run."""
     enabled: bool = True  # build the report when a multirun ends
     confidence: float = 0.95  # bootstrap interval level
-    resamples: int = 2000  # bootstrap resamples (examples drawn within each relation)
+    resamples: int = 2000  # bootstrap resamples (clusters drawn with replacement)
     alpha: float = 0.05  # significance level of the paired permutation tests
     permutations: int = 9999
+    unit: str = "article"  # what intervals resample and tests permute: article (clusters) | example
 
     def __post_init__(self):
+        _require(self.unit in ("article", "example"), f"report.unit must be article or example, got {self.unit!r}")
         _require(0 < self.confidence < 1, f"report.confidence must be in (0, 1), got {self.confidence}")
         _require(0 < self.alpha < 1, f"report.alpha must be in (0, 1), got {self.alpha}")
         _require(self.resamples >= 100, f"report.resamples must be >= 100, got {self.resamples}")
@@ -287,8 +290,12 @@ class TrackingConfig:
     # per-example MLflow traces of each configuration run: all | N (a sample stratified by relation, the same
     # examples in every configuration) | none. Default: one per relation of the paper's 13 (benchmarks/traces.py)
     traces: str = "13"
+    # which metrics a configuration run logs to MLflow: headline (the headline metrics with their intervals, cost,
+    # time and cache counts; everything in its metrics.json artifact) | full (every per-relation and per-k value too)
+    detail: str = "headline"
 
     def __post_init__(self):
+        _require(self.detail in ("headline", "full"), f"tracking.detail: headline or full, got {self.detail!r}")
         self.traces = str(self.traces).strip().lower()
         _require(self.traces in ("all", "none") or (self.traces.isdigit() and int(self.traces) > 0),
                  f"tracking.traces: all, none or a number of examples > 0, got {self.traces!r}")

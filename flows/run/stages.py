@@ -210,7 +210,7 @@ def run_stages(config: OPIConfig, data: Data, registered: RegisteredModel | None
             rows[column] = values
     metrics, table = configuration_metrics(rows, data.relation_set.labels, config.metrics.betas,
                                            config.metrics.beta, config.report.confidence, config.report.resamples,
-                                           config.seed)
+                                           config.seed, config.report.unit)
     usage = {**reranking, **generation["usage"], **relations["usage"], **quality["usage"]}
     metrics.update({**relations["metrics"], **quality["counts"], **usage, **usage_totals(usage),
                     "rows_dropped": float(sum(data.report.dropped.values()))})

@@ -2,7 +2,8 @@
 and what the sweep report tabulates, computed in this one place.
 
 - headline BERTSim, LRCR and OPI at each β (Formula 3 and the mean of per-relation OPIs), ``opi`` at the chosen β;
-- relation-stratified bootstrap intervals (``<metric>_ci_low`` / ``_high``);
+- bootstrap intervals by cluster (``<metric>_ci_low`` / ``_high``; ``unit``: article or example, see
+  ``opi.metrics.stats``);
 - per relation ``<metric>.<relation>`` and ``n.<relation>``;
 - means of the retrieval diagnostics and of the LLM-scored answer metrics where present (missing values left out);
 - where the rows have the rank-aware retrieval metrics (``opi.metrics.retrieval``: ``recall_at_<k>``,
@@ -43,7 +44,7 @@ def means(rows: pd.DataFrame) -> dict[str, float]:
 
 
 def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: Sequence[float], beta: float,
-                          confidence: float = 0.95, resamples: int = 2000, seed: int = 0
+                          confidence: float = 0.95, resamples: int = 2000, seed: int = 0, unit: str = "article"
                           ) -> tuple[dict[str, float], pd.DataFrame]:
     """(metrics, per-relation table) of one configuration. Examples without an answer (an LLM's empty replies and
     refusals) are left out of BERTSim, LRCR and OPI and counted in ``answers_missing``."""
@@ -51,10 +52,10 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
     rows = answered(rows)
     missing = {"answers_missing": float(len(every) - len(rows))} if len(rows) < len(every) else {}
     if not has_gold_relations(rows):
-        interval = confidence_intervals(rows, beta, confidence, resamples, seed, metrics=("bertsim",))["bertsim"]
+        interval = confidence_intervals(rows, beta, confidence, resamples, seed, ("bertsim",), unit)["bertsim"]
         metrics = {"bertsim": bertsim(rows["similarity"].tolist()), "n_examples": float(len(rows)),
                    "bertsim_ci_low": interval.low, "bertsim_ci_high": interval.high, **means(every), **missing,
-                   **rank_metrics(every, confidence, resamples, seed)}
+                   **rank_metrics(every, confidence, resamples, seed, unit)}
         return metrics, pd.DataFrame(columns=["relation", "n", "bertsim"])
     labelled = rows[rows["relation"].notna()]  # a gold relation the classifier could not name: left out here
     metrics, table = summary(labelled, relations, sorted({*betas, beta}))
@@ -62,9 +63,9 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
     if len(labelled) < len(rows):
         metrics.update(bertsim=bertsim(rows["similarity"].tolist()), n_examples=float(len(rows)),
                        gold_relations_missing=float(len(rows) - len(labelled)))
-    intervals = confidence_intervals(labelled, beta, confidence, resamples, seed)
+    intervals = confidence_intervals(labelled, beta, confidence, resamples, seed, unit=unit)
     if len(labelled) < len(rows):  # BERTSim is over every row: so is its interval (missing relations one stratum)
-        intervals.update(confidence_intervals(rows, beta, confidence, resamples, seed, metrics=("bertsim",)))
+        intervals.update(confidence_intervals(rows, beta, confidence, resamples, seed, ("bertsim",), unit))
     for name, interval in intervals.items():
         metrics[f"{name}_ci_low"], metrics[f"{name}_ci_high"] = interval.low, interval.high
     for record in table.to_dict("records"):
@@ -76,7 +77,7 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
     if "predicted_relation_question_only" in labelled:
         metrics["lrcr_question_only"] = float((labelled["relation"] == labelled["predicted_relation_question_only"])
                                               .mean())
-    metrics.update(rank_metrics(every, confidence, resamples, seed))
+    metrics.update(rank_metrics(every, confidence, resamples, seed, unit))
     return metrics, table
 
 
@@ -84,16 +85,16 @@ def rank_metric_columns(rows: pd.DataFrame) -> list[str]:
     return [column for column in rows.columns if RANK_METRIC.fullmatch(str(column))]
 
 
-def rank_metrics(rows: pd.DataFrame, confidence: float = 0.95, resamples: int = 2000, seed: int = 0
-                 ) -> dict[str, float]:
+def rank_metrics(rows: pd.DataFrame, confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
+                 unit: str = "article") -> dict[str, float]:
     """Means of the retrieval metrics over the examples that have them (retrieval needs no answer: every row),
-    with relation-stratified bootstrap intervals; nothing when the rows have no such column."""
+    with bootstrap intervals by cluster; nothing when the rows have no such column."""
     columns = rank_metric_columns(rows)
     if not columns:
         return {}
     metrics = {"retrieval_examples": float(rows[columns].notna().any(axis=1).sum())}
     for column in columns:
-        interval = column_interval(rows, column, confidence, resamples, seed)
+        interval = column_interval(rows, column, confidence, resamples, seed, unit)
         if interval is not None:
             metrics.update({column: interval.value, f"{column}_ci_low": interval.low,
                             f"{column}_ci_high": interval.high})

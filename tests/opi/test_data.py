@@ -225,3 +225,20 @@ def test_ids_with_surrounding_spaces_match_their_labels(tmp_path):
     examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl"),
                                               labels_path=str(tmp_path / "l.csv")), label_set=LABELS)
     assert [e.relation for e in examples] == LABELS
+
+
+def test_examples_cluster_by_dataset_group_else_their_article(tmp_path):
+    from opi.chunking import document_id
+
+    pd.DataFrame({"context": ["One text here.", "One text here.", "Another text here.", "A third text."],
+                  "question": ["q1", "q2", "q3", "q4"], "answer": ["a", "b", "c", "d"],
+                  "source": ["doc-7", "doc-7", None, "doc-9"]}).to_csv(tmp_path / "d.csv", index=False)
+    path = str(tmp_path / "d.csv")
+    grouped, _ = load_examples(DatasetConfig(kind="table", path=path, group="source"))
+    assert [e.cluster for e in grouped] == ["doc-7", "doc-7", document_id("Another text here."), "doc-9"]
+    by_article, _ = load_examples(DatasetConfig(kind="table", path=path))
+    assert [e.cluster for e in by_article][:3] == [document_id("One text here.")] * 2 + [document_id("Another text here.")]
+    with pytest.raises(DataError, match=r"\[.sorce.\] named in dataset.group are not in the file"):
+        load_examples(DatasetConfig(kind="table", path=path, group="sorce"))
+    bundled, _ = load_examples(DatasetConfig(limit=16))
+    assert len({e.cluster for e in bundled}) < len(bundled) and all(e.cluster == e.article_id for e in bundled)

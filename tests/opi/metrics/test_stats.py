@@ -3,7 +3,8 @@ import pandas as pd
 import pytest
 
 from opi.metrics.opi import summary
-from opi.metrics.stats import Scorer, compare, confidence_intervals, stratified_draws
+from opi.metrics.stats import (ClusterSums, Interval, Scorer, cluster_weights, column_interval, compare,
+                               compare_column, confidence_intervals)
 from tests.helpers.synthetic import prediction_rows
 
 RELATIONS = ["direct_matching", "deductive", "fuzzy"]
@@ -16,7 +17,7 @@ def synthetic(n_per_relation: int, similarity: float, accuracy: float, seed: int
 def test_scorer_on_the_data_itself_equals_the_summary():
     rows = synthetic(7, 0.6, 0.4, seed=1).iloc[:-2]  # uneven relations
     expected, _ = summary(rows, RELATIONS, (1.0, 2.0))
-    identity = np.arange(len(rows))
+    identity = np.ones(len(rows))  # every example once
     assert Scorer(rows)(identity, "bertsim") == pytest.approx(expected["bertsim"])
     assert Scorer(rows)(identity, "lrcr") == pytest.approx(expected["lrcr"])
     assert Scorer(rows)(identity, "opi") == pytest.approx(expected["opi_1"])
@@ -87,18 +88,18 @@ def test_share_of_the_gap_closed_between_bounds():
     assert np.isnan(no_gap.value) and np.isnan(no_gap.low)
 
 
-def test_each_position_draws_only_among_its_own_relations_examples():
-    relations = np.array(["a", "b", "a", "b", "b"])
-    draws = stratified_draws(relations, resamples=300, seed=0)
-    assert draws.shape == (300, 5)
-    assert set(draws[:, [0, 2]].ravel()) == {0, 2} and set(draws[:, [1, 3, 4]].ravel()) == {1, 3, 4}
-    assert (stratified_draws(relations, 300, 0) == draws).all()  # seeded
+def test_examples_of_their_own_are_drawn_within_their_relation():
+    data = ClusterSums({"v": np.zeros(5)}, np.array(["a", "b", "a", "b", "b"]), np.arange(5))
+    (weights,) = cluster_weights(data, resamples=300, seed=0)
+    assert weights.shape == (300, 5) and data.nested
+    assert (weights[:, [0, 2]].sum(axis=1) == 2).all() and (weights[:, [1, 3, 4]].sum(axis=1) == 3).all()
+    assert (next(cluster_weights(data, 300, 0)) == weights).all()  # seeded
 
 
 def test_the_scorer_weighs_relations_equally_in_opi_and_examples_equally_in_bertsim():
     rows = pd.DataFrame({"relation": ["a", "a", "a", "b"], "predicted_relation": ["a", "a", "a", "x"],
                          "similarity": [0.9, 0.9, 0.9, 0.1]})
-    identity = np.arange(4)
+    identity = np.ones(4)
     assert Scorer(rows)(identity, "bertsim") == pytest.approx(0.7)  # (3 * 0.9 + 0.1) / 4
     assert Scorer(rows)(identity, "lrcr") == pytest.approx(0.75)
     # per relation: a B 0.9 L 1, b B 0.1 L 0; Formula (3): OPI-1 of B 0.5, L 0.5 = 0.5
@@ -119,11 +120,11 @@ def column_rows(values, relations=None) -> pd.DataFrame:
 
 
 def test_a_column_mean_and_its_interval_leave_missing_values_out():
-    from opi.metrics.stats import column_interval, column_mean
+    from opi.metrics.stats import column_interval, mean_of
 
-    values = np.array([0.2, 0.4, 0.9])
-    draws = np.array([[0, 1, 2], [2, 2, 2], [0, 0, 1]])
-    assert column_mean(values, draws) == pytest.approx([0.5, 0.9, 0.8 / 3])  # (0.2+0.4+0.9)/3, 0.9, (0.2+0.2+0.4)/3
+    data = ClusterSums({"v": np.array([0.2, 0.4, np.nan, 0.9])}, None, np.arange(4))
+    weights = np.array([[1, 1, 1, 1], [0, 0, 1, 3], [2, 1, 1, 0]])  # how often each example is drawn
+    assert mean_of(*data.totals(weights, "v")) == pytest.approx([0.5, 0.9, 0.8 / 3])  # the NaN counts nowhere
     rows = column_rows([1.0, None, 0.5, 0.0], relations=["a", "a", "b", "b"])
     interval = column_interval(rows, "ndcg_at_4", resamples=500)
     # over the three with values: (1.0 + 0.5 + 0.0) / 3 = 0.5; within relations a draws only 1.0, so every
@@ -155,3 +156,76 @@ def test_a_paired_column_test_leaves_out_pairs_missing_a_value():
     assert result.difference == pytest.approx((0.9 + 0.5) / 2 - (0.1 + 0.5) / 2)  # e0 and e3 only: 0.4
     single = compare_column(column_rows([0.9, None]), column_rows([0.1, 0.3]), "ndcg_at_4")
     assert single.difference == pytest.approx(0.8) and not single.significant
+
+
+def clustered(values, clusters, relations=None) -> pd.DataFrame:
+    n = len(values)
+    return pd.DataFrame({"id": [f"e{i}" for i in range(n)], "cluster": clusters,
+                         "relation": relations or ["fuzzy"] * n, "ndcg_at_4": values})
+
+
+def test_cluster_codes_and_the_design_the_report_states():
+    from opi.metrics.stats import cluster_codes, design
+
+    rows = clustered([0.1] * 5, ["x", "y", "x", None, "z"], ["a", "b", "a", "a", "b"])
+    assert list(cluster_codes(rows)) == [0, 1, 0, 2, 3]  # a row without a cluster is one of its own
+    assert list(cluster_codes(rows, "example")) == [0, 1, 2, 3, 4]
+    assert list(cluster_codes(rows.drop(columns="cluster"))) == [0, 1, 2, 3, 4]  # rows of earlier versions
+    by_article = design(rows)
+    assert (by_article.unit, by_article.clusters, by_article.examples, by_article.nested) == ("article", 4, 5, True)
+    assert by_article.describe() == "4 articles, 5 questions"
+    assert by_article.warning.startswith("only 4 articles")
+    assert design(rows, "example").describe() == "5 questions, each its own unit" and design(rows, "example").warning is None
+    assert not design(rows.assign(relation=["a", "b", "b", "a", "b"])).nested  # article x mixes relations
+    with pytest.raises(ValueError, match="unit"):
+        cluster_codes(rows, "question")
+
+
+def test_a_cluster_bootstrap_draws_whole_articles():
+    # article A: 30 questions at 0.2, article B: 10 at 0.8. Two articles drawn with replacement: AA (1/4) mean
+    # 0.2, AB (1/2) mean (6 + 8) / 40 = 0.35, BB (1/4) mean 0.8; the 95 % interval spans 0.2 to 0.8
+    rows = clustered([0.2] * 30 + [0.8] * 10, ["A"] * 30 + ["B"] * 10)
+    by_article = column_interval(rows, "ndcg_at_4", resamples=4000, seed=1)
+    assert by_article == Interval(pytest.approx(0.35), pytest.approx(0.2), pytest.approx(0.8))
+    by_question = column_interval(rows, "ndcg_at_4", resamples=4000, seed=1, unit="example")
+    assert by_question.high - by_question.low < by_article.high - by_article.low
+
+
+def test_articles_that_mix_relations_are_drawn_whole_without_strata():
+    data = ClusterSums({"v": np.zeros(6)}, np.array(["a", "b", "a", "b", "a", "b"]), np.array([0, 0, 1, 1, 2, 2]))
+    (weights,) = cluster_weights(data, resamples=500, seed=0)
+    assert not data.nested and weights.shape == (500, 3) and (weights.sum(axis=1) == 3).all()
+    assert (weights == 3).any()  # one article drawn three times: no stratum held it back
+
+
+def test_signs_flipped_per_article_not_per_question():
+    # 6 articles x 10 questions, the first configuration ahead on every question: per question the difference is
+    # overwhelming, per article an exact sign-flip test over 2^6 flips gives p = 2/64 (all + or all -)
+    rng = np.random.default_rng(0)
+    clusters = np.repeat([f"a{g}" for g in range(6)], 10)
+    ahead = rng.uniform(0.5, 1.0, 60)
+    first, second = clustered(list(ahead), list(clusters)), clustered(list(ahead - 0.3), list(clusters))
+    by_article = compare_column(first, second, "ndcg_at_4", resamples=9999)
+    assert by_article.p_value == pytest.approx(2 / 64) and by_article.difference == pytest.approx(0.3)
+    assert compare_column(first, second, "ndcg_at_4", resamples=9999, unit="example").p_value < 0.001
+    opi_rows = [pd.DataFrame({"id": f["id"], "cluster": f["cluster"], "relation": "fuzzy",
+                              "predicted_relation": "fuzzy", "similarity": f["ndcg_at_4"]}) for f in (first, second)]
+    assert compare(*opi_rows, "bertsim", resamples=9999).p_value == pytest.approx(2 / 64)
+
+
+def test_by_article_intervals_cover_and_tests_hold_their_level_where_per_question_ones_do_not():
+    from tests.helpers.clustered import simulate
+
+    result = simulate(40, seed=3, resamples=500, permutations=499)  # benchmarks/cluster_inference.py: 1,000
+    assert result.coverage["article"] > result.coverage["example"] + 0.1
+    assert result.false_positives["article"] < result.false_positives["example"]
+    assert result.widths["article"] > 1.3 * result.widths["example"]
+
+
+@pytest.mark.slow
+def test_by_article_intervals_cover_95_percent_in_a_simulation():
+    from tests.helpers.clustered import simulate
+
+    result = simulate(300, seed=11, resamples=1000, permutations=999)
+    assert 0.91 <= result.coverage["article"] <= 0.99 and result.coverage["example"] < 0.85
+    assert result.false_positives["article"] <= 0.08 and result.false_positives["example"] > 0.15
