@@ -4,7 +4,8 @@ The sheet's key (which configurations gave each answer) stays with the sweep's M
 shows no configuration. Import logs, on the parent run: meta_evaluation/{agreement,by_configuration,places,
 human_scores}.csv and metrics such as human_vs_bertsim_spearman; on each child run: human_mean and, where the LLM
 judge scored every answer (``metrics=full``) and people a sample of them (``export --n``), ``extrinsic_calibrated``:
-people's mean 0-3-7 score over all answers by prediction-powered inference, with its interval.
+people's mean 0-3-7 score over all answers by prediction-powered inference, with its interval (by article,
+the cluster-robust PPI variance; per question under ``report.unit=example``).
 """
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ import pandas as pd
 from flows.run.errors import CommandError
 from flows.tracking.store import existing_store
 from flows.tracking.sweeps import child_predictions, find_sweep
-from opi.metrics.extrinsic import annotation_sheet, export_sheet, import_sheet, scores_by_configuration
+from opi.metrics.extrinsic import SCALE, annotation_sheet, export_sheet, import_sheet, scores_by_configuration
 from opi.metrics.meta import agreement_table, places
 from opi.metrics.ppi import ppi_mean
+from opi.metrics.stats import cluster_codes
 from opi.trace_records import traced_ids
 
 log = logging.getLogger("opi")
@@ -33,8 +35,19 @@ def sweep_predictions(client, parent: str) -> pd.DataFrame:
     runs = child_predictions(client, parent)
     if not runs:
         raise CommandError(f"sweep {parent} has no child runs with predictions")
-    frames = [frame.assign(configuration=name, run_id=run.info.run_id) for name, (run, frame) in runs.items()]
+    frames = [frame.assign(configuration=name, run_id=run.info.run_id, report_unit=report_unit(run))
+              for name, (run, frame) in runs.items()]
     return pd.concat(frames, ignore_index=True).rename(columns={"id": "example_id", "answer": "ground_truth"})
+
+
+def report_unit(run) -> str:
+    """The unit of inference the run was evaluated with (its ``report.unit``; "article" before there was one)."""
+    return run.data.params.get("report.unit", "article")
+
+
+def unit_of(rows: pd.DataFrame) -> str:
+    """The unit of inference of one configuration's rows (``report_unit``'s column; "article" without it)."""
+    return str(rows["report_unit"].iloc[0]) if "report_unit" in rows and len(rows) else "article"
 
 
 def sampled(answers: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
@@ -117,20 +130,24 @@ def import_scores(client, parent: str, sheet: Path, edges: tuple[float, ...]) ->
 def calibrated_extrinsic(answers: pd.DataFrame, human: pd.DataFrame) -> dict[str, dict[str, float]]:
     """Per configuration with judge scores: the mean people's 0-3-7 score over all its answers, estimated by PPI++
     from people's scores on the sheet's answers and the LLM judge's on every answer (``extrinsic_calibrated``, its
-    interval, and the people's scores used)."""
+    interval cut to the scale [0, 7], and the people's scores used). The interval is by cluster (each answer's
+    article under the run's ``report.unit``): PPI's cluster-robust variance (``opi.metrics.ppi``)."""
     if "judge_score" not in answers:
         return {}
     found = {}
     for configuration, rows in answers.groupby("configuration", sort=False):
         rows = rows[rows["judge_score"].notna()].merge(human[human["configuration"] == configuration][
             ["example_id", "score"]], on="example_id", how="left")
-        labelled = rows["score"].notna()
+        labelled = rows["score"].notna().to_numpy()
         if labelled.sum() < 2:
             continue
-        estimate = ppi_mean(rows["score"][labelled].to_numpy(float), rows["judge_score"][labelled].to_numpy(float),
-                            rows["judge_score"][~labelled].to_numpy(float))
-        found[configuration] = {"extrinsic_calibrated": estimate.value, "extrinsic_calibrated_ci_low": estimate.low,
-                                "extrinsic_calibrated_ci_high": estimate.high,
+        clusters = cluster_codes(rows, unit_of(rows))
+        score, judge = rows["score"].to_numpy(float), rows["judge_score"].to_numpy(float)
+        estimate = ppi_mean(score[labelled], judge[labelled], judge[~labelled], clusters=clusters[labelled],
+                            clusters_unlabelled=clusters[~labelled])
+        found[configuration] = {"extrinsic_calibrated": estimate.value,
+                                "extrinsic_calibrated_ci_low": max(estimate.low, min(SCALE)),
+                                "extrinsic_calibrated_ci_high": min(estimate.high, max(SCALE)),
                                 "extrinsic_labels_used": float(labelled.sum())}
     return found
 

@@ -10,7 +10,11 @@ configuration's LRCR is calibrated by them with prediction-powered inference (``
   ``human_relation`` on each labelled example's trace where the run has one, and on each child
   ``lrcr_calibrated`` with its interval, ``opi_1_calibrated`` with its interval, ``labels_used`` and
   ``classifier_accuracy_vs_people``; the table, raw beside calibrated, on the parent (``answer_labels/``).
-- ``plan``: labels per configuration for an interval of a given half-width.
+  Intervals are by cluster: each answer's article (``dataset.group``), or each answer under ``report.unit=example``
+  (the unit the sweep's runs were evaluated with).
+- ``plan``: labels per configuration for an interval of a given half-width, inflated by the design effect
+  1 + (m - 1)·ICC of answers on one article (the ICC of the residuals by article from the labels so far, else
+  ``DEFAULT_ICC``).
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from flows.human.annotate import sampled
+from flows.human.annotate import report_unit, sampled, unit_of
 from flows.human.label import write_definitions
 from flows.run.errors import CommandError
 from flows.tracking.store import existing_store
@@ -29,7 +33,9 @@ from flows.tracking.sweep_report import log_sweep_summary
 from flows.tracking.sweeps import child_predictions, find_sweep
 from flows.tracking.traces import traces_by_example
 from opi.data import DataError
-from opi.metrics.calibration import calibrated_lrcr, labels_for_width
+from opi.metrics.calibration import DEFAULT_ICC, calibrated_lrcr, labels_for_width
+from opi.metrics.ppi import MIN_ICC_CLUSTERS, design_effect, intraclass_correlation, same_cluster_share
+from opi.metrics.stats import cluster_codes, design
 from opi.relations import load_relation_set
 
 log = logging.getLogger("opi")
@@ -44,7 +50,8 @@ def sweep_answers(client, parent: str) -> pd.DataFrame:
         raise CommandError(f"sweep {parent} has no child runs with predictions")
     frames = [frame.assign(configuration=name, run_id=run.info.run_id,
                            gold_source=run.data.tags.get("gold_relation_source", "labels"),
-                           relation_set=run.data.params.get("relations.set", "paper13"))
+                           relation_set=run.data.params.get("relations.set", "paper13"),
+                           report_unit=report_unit(run))
               for name, (run, frame) in runs.items()]
     answers = pd.concat(frames, ignore_index=True).rename(columns={"id": "example_id"})
     kept = answers["generated_answer"].notna() & answers["relation"].notna() & answers["predicted_relation"].notna()
@@ -189,8 +196,8 @@ def log_assessments(client, tracking_uri: str, human: pd.DataFrame) -> int:
 
 
 def calibrate(answers: pd.DataFrame, human: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
-    """Per configuration: raw and calibrated LRCR and OPI-1 with intervals, labels used, and how often the
-    classifier named the relation people named."""
+    """Per configuration: raw and calibrated LRCR and OPI-1 with intervals (by cluster, under the run's
+    ``report.unit``), labels used, and how often the classifier named the relation people named."""
     records = []
     for configuration, rows in answers.groupby("configuration", sort=False):
         labels = human[human["configuration"] == configuration][["example_id", "human_relation",
@@ -201,7 +208,8 @@ def calibrate(answers: pd.DataFrame, human: pd.DataFrame, seed: int = 0) -> pd.D
         result = calibrated_lrcr(
             machine=(rows["predicted_relation"] == rows["relation"]).to_numpy(float),
             human=(rows["human_relation"] == truth).where(rows["human_relation"].notna()).to_numpy(float),
-            relations=rows["relation"].to_numpy(str), similarity=rows["similarity"].to_numpy(float), seed=seed)
+            relations=rows["relation"].to_numpy(str), similarity=rows["similarity"].to_numpy(float), seed=seed,
+            clusters=cluster_codes(rows, unit_of(rows)))
         labelled = rows["human_relation"].notna()
         records.append({"configuration": configuration, "run_id": rows["run_id"].iloc[0], **result,
                         "classifier_accuracy_vs_people": float((rows["predicted_relation"][labelled]
@@ -211,7 +219,8 @@ def calibrate(answers: pd.DataFrame, human: pd.DataFrame, seed: int = 0) -> pd.D
 
 def plan(client, parent: str, width: float) -> pd.DataFrame:
     """Human labels per configuration for a calibrated-LRCR interval of half-width ``width``: from the residual
-    variance of the labels imported so far, else the worst case."""
+    variance of the labels imported so far (else the worst case), inflated by the design effect of labels on one
+    article (``opi.metrics.ppi.labels_needed``)."""
     answers = sweep_answers(client, parent)
     human = None
     with tempfile.TemporaryDirectory() as folder:
@@ -219,23 +228,49 @@ def plan(client, parent: str, width: float) -> pd.DataFrame:
             human = pd.read_csv(client.download_artifacts(parent, LABELS, folder), dtype=str, keep_default_na=False)
         except Exception:
             pass
-    records = []
-    for configuration, rows in answers.groupby("configuration", sort=False):
-        machine = (rows["predicted_relation"] == rows["relation"]).astype(float)
-        residual = None
-        if human is not None:
-            mine = rows.merge(human[human["configuration"] == configuration][["example_id", "human_relation"]],
-                              on="example_id")
-            if len(mine) >= 2:
-                residual = float(((mine["predicted_relation"] == mine["relation"]).astype(float)
-                                  - (mine["human_relation"] == mine["relation"]).astype(float)).var(ddof=1))
-        records.append({"configuration": configuration, "answers": len(rows), "lrcr": float(machine.mean()),
-                        "labels_needed": labels_for_width(width, residual, len(rows)),
-                        "from": "labels so far" if residual is not None else "worst case (no labels yet)"})
-    table = pd.DataFrame.from_records(records)
-    log.info("labels per configuration for a calibrated LRCR interval of +/- %.3f (95 %%):\n%s", width,
-             table.to_string(index=False, float_format="%.3f"))
+    table = pd.DataFrame.from_records([planned(configuration, rows, human, width)
+                                       for configuration, rows in answers.groupby("configuration", sort=False)])
+    log.info("labels per configuration for a calibrated LRCR interval of +/- %.3f (95 %%), inflated by the design "
+             "effect 1 + (m-1)*ICC of labels on one article (m: labels expected on a label's article; ICC: the "
+             "residuals' intra-article correlation from the labels so far, or %.1f where fewer than %d articles have "
+             "two or more, or %d labels beyond one per article); reaches_width False: not even every answer does:\n%s",
+             width, DEFAULT_ICC, MIN_ICC_CLUSTERS, MIN_ICC_CLUSTERS, table.to_string(index=False, float_format="%.3f"))
     return table
+
+
+def planned(configuration: str, rows: pd.DataFrame, human: pd.DataFrame | None, width: float) -> dict:
+    """One configuration's row of the plan."""
+    used = design(rows, unit_of(rows))
+    clusters = cluster_codes(rows, used.unit)
+    residual, icc, icc_from = residuals_so_far(rows.assign(cluster_code=clusters), human, configuration, used.unit)
+    share = same_cluster_share(clusters)
+    needed, reached = labels_for_width(width, residual, len(rows), icc=icc, same_cluster=share)
+    return {"configuration": configuration, "answers": used.describe(),
+            "lrcr": float((rows["predicted_relation"] == rows["relation"]).mean()), "icc": icc, "icc_from": icc_from,
+            "design_effect": design_effect(needed, icc, share), "labels_needed": needed, "reaches_width": reached,
+            "from": "labels so far" if residual is not None else "worst case (no labels yet)"}
+
+
+def residuals_so_far(rows: pd.DataFrame, human: pd.DataFrame | None, configuration: str, unit: str
+                     ) -> tuple[float | None, float, str]:
+    """(variance of machine - human over the labels so far, None under two; the residuals' ICC by cluster and
+    where it comes from: "labels", "default" or "none" under ``unit=example``)."""
+    if unit == "example":
+        icc, icc_from = 0.0, "none (unit example)"
+    else:
+        icc, icc_from = DEFAULT_ICC, "default"
+    if human is None:
+        return None, icc, icc_from
+    mine = rows.merge(human[human["configuration"] == configuration][["example_id", "human_relation"]],
+                      on="example_id")
+    if len(mine) < 2:
+        return None, icc, icc_from
+    residual = ((mine["predicted_relation"] == mine["relation"]).astype(float)
+                - (mine["human_relation"] == mine["relation"]).astype(float))
+    estimated = None if unit == "example" else intraclass_correlation(residual.to_numpy(), mine["cluster_code"])
+    if estimated is not None:
+        icc, icc_from = estimated, "labels"
+    return float(residual.var(ddof=1)), icc, icc_from
 
 
 def answers_command(tracking_uri: str, experiment: str, sweep: str | None, command: str, path: Path | None,

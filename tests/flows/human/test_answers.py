@@ -105,6 +105,7 @@ def test_plan_says_how_many_labels_reach_a_width(sweep):
     folder, uri = sweep
     log = run_cli("flows.cli.label", folder, "answers", "plan", "--tracking-uri", uri, "--width", "0.1")
     assert "labels per configuration" in log and "labels_needed" in log
+    assert "design effect 1 + (m-1)*ICC" in log and "articles" in log
 
 
 def key_of(items: dict[str, str]) -> pd.DataFrame:
@@ -168,3 +169,90 @@ def test_calibrated_extrinsic_is_ppi_of_people_s_scores_with_the_judge_on_every_
     assert found["extrinsic_calibrated"] == pytest.approx(expected.value)
     assert (found["extrinsic_calibrated_ci_low"], found["extrinsic_labels_used"]) == (pytest.approx(expected.low), 3)
     assert calibrated_extrinsic(answers.drop(columns="judge_score"), human) == {}
+
+
+def test_calibrated_extrinsic_is_by_article_unless_the_run_was_per_question():
+    from flows.human.annotate import calibrated_extrinsic
+    from opi.metrics.ppi import ppi_mean
+
+    answers = pd.DataFrame({"configuration": ["k"] * 8, "example_id": list("abcdefgh"),
+                            "judge_score": [7, 3, 0, 7, 7, 3, 0, 3], "cluster": list("xxyyzzxy")})
+    human = pd.DataFrame({"configuration": ["k"] * 4, "example_id": list("abce"), "score": [7, 0, 0, 7]})
+    found = calibrated_extrinsic(answers, human)["k"]
+    expected = ppi_mean([7, 0, 0, 7], [7, 3, 0, 7], [7, 3, 0, 3], clusters=list("xxyz"),
+                        clusters_unlabelled=list("yzxy"))
+    assert expected.clusters == 3
+    assert (found["extrinsic_calibrated"], found["extrinsic_calibrated_ci_low"],
+            found["extrinsic_calibrated_ci_high"]) == pytest.approx((expected.value, max(expected.low, 0),
+                                                                     min(expected.high, 7)))
+    per_question = calibrated_extrinsic(answers.assign(report_unit="example"), human)["k"]
+    independent = ppi_mean([7, 0, 0, 7], [7, 3, 0, 7], [7, 3, 0, 3])
+    assert per_question["extrinsic_calibrated_ci_high"] == pytest.approx(min(independent.high, 7))
+
+
+def configuration_rows(unit: str = "article", articles: int = 12, questions: int = 4) -> pd.DataFrame:
+    """One configuration's answers: ``articles`` x ``questions``, the classifier right on two thirds."""
+    n = articles * questions
+    relation = np.array(LABELS[:3])[np.arange(n) % 3]
+    predicted = np.where(np.arange(n) % 3 == 0, np.array(LABELS[3:6])[np.arange(n) % 3], relation)
+    return pd.DataFrame({"configuration": "k", "run_id": "r", "example_id": [f"e{i}" for i in range(n)],
+                         "cluster": [f"a{i // questions}" for i in range(n)], "relation": relation,
+                         "predicted_relation": predicted, "similarity": np.linspace(0.2, 0.8, n),
+                         "report_unit": unit})
+
+
+def people(rows: pd.DataFrame, every: int) -> pd.DataFrame:
+    """People's relation on every ``every``-th answer: the gold one, except on the first four articles (their
+    answers are wrong together)."""
+    chosen = rows.iloc[::every]
+    named = np.where(chosen["cluster"].isin(["a0", "a1", "a2", "a3"]), LABELS[7], chosen["relation"])
+    return pd.DataFrame({"configuration": "k", "example_id": chosen["example_id"], "human_relation": named})
+
+
+def test_calibrate_uses_the_articles_of_the_run_s_unit():
+    from flows.human.answers import calibrate
+    from opi.metrics.calibration import calibrated_lrcr
+
+    rows, seed = configuration_rows(), 4
+    human = people(rows, 2)
+    merged = rows.merge(human, on=["configuration", "example_id"], how="left")
+    arguments = dict(machine=(merged["predicted_relation"] == merged["relation"]).to_numpy(float),
+                     human=(merged["human_relation"] == merged["relation"]).where(merged["human_relation"].notna())
+                     .to_numpy(float), relations=merged["relation"].to_numpy(str),
+                     similarity=merged["similarity"].to_numpy(float), seed=seed)
+    for unit, clusters in (("article", merged["cluster"].to_numpy()), ("example", None)):
+        found = calibrate(rows.assign(report_unit=unit), human, seed).iloc[0]
+        expected = calibrated_lrcr(**arguments, clusters=clusters)
+        assert {name: found[name] for name in expected} == pytest.approx(expected)
+    by_article, by_example = (calibrate(rows.assign(report_unit=u), human, seed).iloc[0] for u in ("article",
+                                                                                                   "example"))
+    assert by_article["lrcr_calibrated_ci_low"] != by_example["lrcr_calibrated_ci_low"]
+
+
+def test_plan_inflates_by_the_design_effect_of_the_labels_so_far_or_the_default():
+    from flows.human.answers import planned
+    from opi.metrics.calibration import DEFAULT_ICC, labels_for_width
+    from opi.metrics.ppi import design_effect, intraclass_correlation, same_cluster_share
+
+    rows = configuration_rows()  # 12 articles x 4 answers: k = 12·4·3/(48·47) = 3/47
+    assert same_cluster_share(rows["cluster"]) == pytest.approx(3 / 47)
+    none_yet = planned("k", rows, None, 0.1)
+    assert (none_yet["icc"], none_yet["icc_from"], none_yet["from"]) == (DEFAULT_ICC, "default",
+                                                                         "worst case (no labels yet)")
+    assert none_yet["answers"] == "12 articles, 48 questions"
+    assert (none_yet["labels_needed"], none_yet["reaches_width"]) == labels_for_width(0.1, None, 48, 0.05,
+                                                                                       DEFAULT_ICC, 3 / 47)
+    human = people(rows, 2)  # 24 labels, two on each of the 12 articles: ICC estimated from them
+    found = planned("k", rows, human, 0.3)
+    labelled = rows.merge(human, on="example_id")
+    residual = ((labelled["predicted_relation"] == labelled["relation"]).astype(float)
+                - (labelled["human_relation"] == labelled["relation"]).astype(float))
+    icc = intraclass_correlation(residual, labelled["cluster"])
+    assert (found["icc"], found["icc_from"]) == (pytest.approx(icc), "labels") and 0 < icc < 1
+    needed, reached = labels_for_width(0.3, residual.var(ddof=1), 48, 0.05, icc, 3 / 47)
+    assert (found["labels_needed"], found["reaches_width"]) == (needed, reached)
+    assert found["design_effect"] == pytest.approx(design_effect(needed, icc, 3 / 47))
+    few = planned("k", rows, people(rows, 4), 0.3)  # 12 labels, one an article: too few for an ICC
+    assert (few["icc"], few["icc_from"], few["from"]) == (DEFAULT_ICC, "default", "labels so far")
+    per_question = planned("k", rows.assign(report_unit="example"), human, 0.3)
+    assert (per_question["design_effect"], per_question["icc_from"]) == (1.0, "none (unit example)")
