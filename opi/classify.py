@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 
 
 from opi.relations import UNKNOWN, RelationSet, Triple
-from opi.schemas import EmbeddingConfig, EmbeddingOverride
+from opi.schemas import EmbeddingConfig, EmbeddingOverride, require_number
 
 __all__ = ["Triple", "TrainingSet", "LocalRelationClassifier", "LLMRelationClassifier", "CrossFitted",
            "parse_relation", "relation_pipeline"]
@@ -85,7 +85,7 @@ def endpoint_settings(embedding: EmbeddingConfig) -> dict | None:
     so a fitted pipeline pickles small and reloads anywhere the model is installed)."""
     if embedding.provider == "sentence-transformers":
         return None
-    return {k: v for k, v in dataclasses.asdict(embedding).items() if k != "api_key_env" or v}
+    return dataclasses.asdict(embedding)  # api_key_env too, None for a keyless endpoint: never the default's
 
 
 def triples_frame(triples: Sequence[Triple]):
@@ -118,8 +118,7 @@ class LocalRelationClassifier:
     def __post_init__(self):
         if self.family not in FAMILIES:
             raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}")
-        if self.C <= 0:
-            raise ValueError(f"C must be > 0, got {self.C}")
+        require_number("C", self.C, gt=0)
         if self.folds < 2:
             raise ValueError(f"folds must be >= 2, got {self.folds}")
         self.fitted = self.pipeline is not None

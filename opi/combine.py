@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Iterable, Optional, Sequence
 
 from opi.retrievers.base import Ranking
+from opi.schemas import require_number, require_numbers
 
 SentencesOf = Callable[[Sequence[int]], list[int]]  # chunk ids -> the complete sentences they cover
 
@@ -91,8 +92,8 @@ class RankFusion:
         _check_members(self.name, self.members, self.weights)
         if self.k is not None and self.k < 1:
             raise ValueError(f"k must be >= 1 or null, got {self.k}")
-        if self.c <= 0:
-            raise ValueError(f"c must be > 0, got {self.c}")
+        require_number("c", self.c, gt=0)
+        require_numbers("weights", self.weights, ge=0)
 
     def combine(self, rankings: Sequence[Ranking], sentences_of: SentencesOf) -> Retrieved:
         fused = reciprocal_rank_fusion(rankings, self.weights, self.c, self.k)

@@ -16,6 +16,8 @@ from typing import Any
 
 from omegaconf import MISSING
 
+from opi.schemas import EmbeddingConfig, check_override
+
 # Run-time objects handed to components, never part of their config.
 RESOURCES = ("embedder", "client", "relation_set", "seed", "pipeline")
 
@@ -62,7 +64,9 @@ def build(config: Any, **resources: Any) -> Any:
         raise ValueError(f"cannot import {target!r} (_target_): {err}") from None
     wanted = accepted(cls, resources)
     try:
-        return instantiate(config, _convert_="all", **{name: resources[name] for name in wanted})
+        component = instantiate(config, _convert_="all", **{name: resources[name] for name in wanted})
+        check_override(EmbeddingConfig, getattr(component, "embedding", None))  # its own embedding's ranges
+        return component
     except Exception as err:
         cause = err.__cause__ or err  # Hydra wraps the component's own error; the user needs that one
         raise ValueError(f"{cls.__name__}: {cause}") from None

@@ -27,6 +27,7 @@ class SentenceEmbeddingFeatures(TransformerMixin, BaseEstimator):
         from opi.embeddings import embedder_for, shared_embedder
 
         settings = getattr(self, "settings", None)  # a pipeline pickled before endpoints has none
-        embedder = (embedder_for(EmbeddingConfig(**settings)) if settings
+        # settings without api_key_env: pickled when a keyless endpoint's null was left out, so none, not the default
+        embedder = (embedder_for(EmbeddingConfig(**{"api_key_env": None, **settings})) if settings
                     else shared_embedder(self.model, self.device))
         return embedder.encode([str(t) for t in texts])

@@ -8,7 +8,9 @@ combination before its top ``k`` joins the union. ``rerank=none`` (``NoReranker`
 A reranker is a dataclass (``conf/rerank/<option>.yaml`` names it by ``_target_``): ``scores(question, texts)``
 gives one score per text (higher is better), or ``score_many`` the scores of many questions at once (one model
 call over every pair, for a cross-encoder). It may take the resource ``client`` (the run's LLM client). A reranker
-of your own: ``opi-eval rerank=custom rerank._target_=my_pkg.MyReranker``.
+that loads a model here names the settings that name it in ``local_models`` (a folder, a packaged or a hub model),
+so a model that is not there is said before the data loads. A reranker of your own:
+``opi-eval rerank=custom rerank._target_=my_pkg.MyReranker``.
 """
 from __future__ import annotations
 
@@ -116,6 +118,7 @@ class CrossEncoderReranker(Reranker):
     """A sentence-transformers ``CrossEncoder`` (a hub name or a local folder) scores every (question, chunk) pair,
     in one ``predict`` call for all questions."""
 
+    local_models: ClassVar[tuple[str, ...]] = ("model",)
     name: str = "cross-encoder"
     model: str = "cross-encoder/ms-marco-MiniLM-L6-v2"
     device: str = "cpu"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -20,6 +22,30 @@ from omegaconf import MISSING
 def _require(condition: bool, message: str) -> None:
     if not condition:
         raise ValueError(message)
+
+
+def require_number(name: str, value: Any, *, gt: float | None = None, ge: float | None = None,
+                   lt: float | None = None, le: float | None = None, null: bool = False) -> None:
+    """``value`` a finite number within the bounds given (``gt`` > , ``ge`` >=, ``lt`` <, ``le`` <=), or None where
+    ``null``; else a ValueError naming the setting and its range: ``k1 must be a finite number >= 0, got nan``. Every
+    float setting, of a config group or of a component, is checked by this one function."""
+    if value is None and null:
+        return
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if number and all(bound is None or check(value, bound) for bound, check in
+                      ((gt, operator.gt), (ge, operator.ge), (lt, operator.lt), (le, operator.le))):
+        return
+    low = f"({gt}" if gt is not None else f"[{ge}" if ge is not None else None
+    high = f"{lt})" if lt is not None else f"{le}]" if le is not None else None
+    bounds = (f" in {low}, {high}" if low and high else f" {'>' if gt is not None else '>='} {low[1:]}" if low
+              else f" {'<' if lt is not None else '<='} {high[:-1]}" if high else "")
+    raise ValueError(f"{name} must be a finite number{bounds}{' or null' if null else ''}, got {value!r}")
+
+
+def require_numbers(name: str, values: Any, **bounds: float) -> None:
+    """Each of ``values`` (a list setting) as ``require_number`` checks one."""
+    for value in values or ():
+        require_number(name, value, **bounds)
 
 
 @dataclass
@@ -68,6 +94,7 @@ class DatasetConfig:
         _require(self.label_join in ("id", "row"), f"dataset.label_join must be id or row, got {self.label_join!r}")
         _require(self.limit is None or self.limit > 0, f"dataset.limit must be > 0, got {self.limit}")
         _require(self.sample is None or self.sample > 0, f"dataset.sample must be > 0, got {self.sample}")
+        require_number("dataset.test_fraction", self.test_fraction, gt=0, lt=1)
 
 
 GOLD_SOURCES = ("labels", "classifier", "none")
@@ -135,16 +162,21 @@ class EndpointConfig:
     tokens_per_minute: Optional[float] = None
     price_input_per_million: float = 0.0  # USD, for the cost metric
 
+    def check_numbers(self, group: str) -> None:
+        """The ranges of the endpoint's float settings (checked with or without an endpoint: no NaN is a setting);
+        a key variable given as '' is no variable, as null is: a keyless endpoint, never the default's key."""
+        if isinstance(self.api_key_env, str) and not self.api_key_env.strip():
+            self.api_key_env = None
+        require_number(f"{group}.timeout", self.timeout, gt=0)
+        require_number(f"{group}.deadline", self.deadline, gt=0, null=True)
+        require_number(f"{group}.requests_per_minute", self.requests_per_minute, gt=0, null=True)
+        require_number(f"{group}.tokens_per_minute", self.tokens_per_minute, gt=0, null=True)
+        require_number(f"{group}.price_input_per_million", self.price_input_per_million, ge=0)
+
     def check_endpoint(self, group: str) -> None:
-        _require(self.timeout > 0 and self.max_retries >= 0 and self.concurrency >= 1,
-                 f"{group}.timeout must be > 0, {group}.max_retries >= 0, {group}.concurrency >= 1")
-        _require(self.price_input_per_million >= 0, f"{group}.price_input_per_million must be >= 0")
-        _require(self.deadline is None or self.deadline > 0,
-                 f"{group}.deadline must be > 0 seconds or null (no deadline), got {self.deadline}")
-        _require(self.requests_per_minute is None or self.requests_per_minute > 0,
-                 f"{group}.requests_per_minute must be > 0 or null")
-        _require(self.tokens_per_minute is None or self.tokens_per_minute > 0,
-                 f"{group}.tokens_per_minute must be > 0 or null")
+        _require(self.max_retries >= 0 and self.concurrency >= 1,
+                 f"{group}.max_retries must be >= 0 and {group}.concurrency >= 1, got {self.max_retries} and "
+                 f"{self.concurrency}")
 
 
 EMBEDDING_PROVIDERS = ("sentence-transformers", "openai-compatible")
@@ -167,17 +199,29 @@ class EmbeddingConfig(EndpointConfig):
         _require(self.batch_size > 0, f"embedding.batch_size must be > 0, got {self.batch_size}")
         _require(self.backend in ("torch", "onnx", "openvino"), "embedding.backend: torch, onnx or openvino")
         _require(self.dimensions is None or self.dimensions > 0, f"embedding.dimensions must be > 0 or null")
+        self.check_numbers("embedding")
         if self.provider == "openai-compatible":
             self.check_endpoint("embedding")
 
 
 def _overrides_of(cls: type) -> type:
-    """A dataclass with ``cls``'s fields, each optional and unset (None): the settings a component changes."""
+    """A dataclass with ``cls``'s fields, each optional and unset (None): the settings a component changes, checked
+    as ``cls`` checks them when the component is built (``check_override``, from ``opi.components.build``)."""
     hints = typing.get_type_hints(cls)
     made = dataclasses.make_dataclass(f"{cls.__name__.removesuffix('Config')}Override",
                                       [(f.name, Optional[hints[f.name]], None) for f in dataclasses.fields(cls)])
     made.__module__ = __name__
     return made
+
+
+def check_override(cls: type, override: Any) -> None:
+    """The settings ``override`` gives (a component's ``embedding``: its dataclass, or the plain dict a component
+    built by Hydra holds) in ``cls``'s ranges: ``cls`` built from them checks them."""
+    if dataclasses.is_dataclass(override):
+        override = {f.name: getattr(override, f.name) for f in dataclasses.fields(override)}
+    if isinstance(override, Mapping):
+        names = {f.name for f in dataclasses.fields(cls)}
+        cls(**{name: value for name, value in override.items() if value is not None and name in names})
 
 
 # A component's own embedding (``retriever.embedding.model=...``): the settings given replace the run's
@@ -208,12 +252,13 @@ class LLMConfig(EndpointConfig):
     local_server: Optional[LocalServerConfig] = None  # start a llama.cpp server on 127.0.0.1 for this run
 
     def __post_init__(self):
+        self.check_numbers("llm")
+        require_number("llm.temperature", self.temperature, ge=0)
+        require_number("llm.price_output_per_million", self.price_output_per_million, ge=0)
         if self.endpoint:
             self.check_endpoint("llm")
             _require(self.max_tokens > 0, f"llm.max_tokens must be > 0, got {self.max_tokens}")
             _require(self.empty_retries >= 0, f"llm.empty_retries must be >= 0, got {self.empty_retries}")
-            _require(self.temperature >= 0, f"llm.temperature must be >= 0, got {self.temperature}")
-            _require(self.price_output_per_million >= 0, "llm.price_output_per_million must be >= 0")
 
     @property
     def endpoint(self) -> bool:
@@ -234,14 +279,12 @@ class MetricsConfig:
     retrieval_k: list[int] = field(default_factory=lambda: [1, 2, 4, 8])  # recall@k and nDCG@k against evidence
 
     def __post_init__(self):
-        _require(len(self.correctness_weights) == 2 and min(self.correctness_weights) >= 0
-                 and sum(self.correctness_weights) > 0, "metrics.correctness_weights: two non-negative numbers")
-        _require(self.beta > 0 and math.isfinite(self.beta), f"metrics.beta must be a finite number > 0, got {self.beta}")
-        _require(all(b > 0 and math.isfinite(b) for b in self.betas),
-                 f"metrics.betas must all be numbers > 0, got {self.betas}")
-        _require(all(math.isfinite(w) for w in self.correctness_weights), "metrics.correctness_weights: finite numbers")
-        _require(self.similarity_threshold is None or -1 <= self.similarity_threshold <= 1,
-                 f"metrics.similarity_threshold must be a cosine in [-1, 1] or null, got {self.similarity_threshold}")
+        require_numbers("metrics.correctness_weights", self.correctness_weights, ge=0)
+        _require(len(self.correctness_weights) == 2 and sum(self.correctness_weights) > 0,
+                 "metrics.correctness_weights: two non-negative numbers, not both 0")
+        require_number("metrics.beta", self.beta, gt=0)
+        require_numbers("metrics.betas", self.betas, gt=0)
+        require_number("metrics.similarity_threshold", self.similarity_threshold, ge=-1, le=1, null=True)
         _require(self.parse_retries >= 0, f"metrics.parse_retries must be >= 0, got {self.parse_retries}")
         _require(bool(self.retrieval_k) and all(k >= 1 for k in self.retrieval_k),
                  f"metrics.retrieval_k: cut-offs >= 1, got {self.retrieval_k}")
@@ -259,8 +302,8 @@ class ReportConfig:
 
     def __post_init__(self):
         _require(self.unit in ("article", "example"), f"report.unit must be article or example, got {self.unit!r}")
-        _require(0 < self.confidence < 1, f"report.confidence must be in (0, 1), got {self.confidence}")
-        _require(0 < self.alpha < 1, f"report.alpha must be in (0, 1), got {self.alpha}")
+        require_number("report.confidence", self.confidence, gt=0, lt=1)
+        require_number("report.alpha", self.alpha, gt=0, lt=1)
         _require(self.resamples >= 100, f"report.resamples must be >= 100, got {self.resamples}")
         _require(self.permutations >= 99, f"report.permutations must be >= 99, got {self.permutations}")
 
@@ -327,7 +370,10 @@ class TrainConfig:
     def __post_init__(self):
         _require(self.backend in ("local", "openai", "none"), f"train.backend: local, openai or none, got {self.backend!r}")
         _require(self.per_relation >= 2, f"train.per_relation must be >= 2, got {self.per_relation}")
-        _require(0 < self.test_fraction < 1, f"train.test_fraction must be in (0, 1), got {self.test_fraction}")
+        require_number("train.test_fraction", self.test_fraction, gt=0, lt=1)
+        require_number("train.first_poll_seconds", self.first_poll_seconds, gt=0)
+        require_number("train.max_poll_seconds", self.max_poll_seconds, gt=0)
+        require_number("train.timeout_seconds", self.timeout_seconds, gt=0)
         _require(self.cv_folds >= 2, f"train.cv_folds must be >= 2, got {self.cv_folds}")
         _require(set(self.families) <= {"logreg", "linear_svc"} and self.families,
                  f"train.families: a non-empty subset of [logreg, linear_svc], got {self.families}")

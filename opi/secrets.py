@@ -12,8 +12,9 @@ key-looking tokens. Every check and redaction in ``opi`` and ``flows`` goes thro
 """
 from __future__ import annotations
 
+import os
 import re
-from typing import Any
+from typing import Any, Iterable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 # parts of a setting's or query parameter's name that mark its value as a secret
@@ -111,6 +112,46 @@ def settings_problem(settings: Any, prefix: str = "") -> str | None:
             if problem:
                 return problem
     return None
+
+
+MIN_SECRET_LENGTH = 8  # shorter values of key variables are placeholders (EMPTY, none), not keys
+
+
+def secret_values(named: Iterable[str] = ()) -> dict[str, str]:
+    """The keys in this environment, by variable: every variable whose name says it holds a secret
+    (``OPENAI_API_KEY``, ``HF_TOKEN`` ...) and those settings name as a key's variable (``named``)."""
+    named = set(named)
+    return {name: value for name, value in os.environ.items()
+            if (name in named or is_secret_name(name)) and len(value.strip()) >= MIN_SECRET_LENGTH}
+
+
+def resolved_settings_problem(leaves: Iterable[tuple[str, Any, str | None]]) -> str | None:
+    """The first setting that would write a secret once resolved, in one line that does not repeat it; ``leaves``
+    are (name, value as resolved, its text where it is an interpolation) for every setting. A value holding the key
+    of a key's variable (``OPENAI_API_KEY``, ``HF_TOKEN``, one a ``*_env`` setting names), or an interpolation bringing
+    in what looks like a key (``${oc.env:ANY_VARIABLE}``, a resolver of your own), is refused, as the same text
+    typed in would be."""
+    leaves = list(leaves)
+    keys = secret_values(v for n, v, _ in leaves if n.split(".")[-1].endswith("_env") and isinstance(v, str))
+    for name, value, text in leaves:
+        shown = name if text is None else f"{name} (resolved from its interpolation)"
+        brought = {} if text is None else {v: key for v, key in keys_read(text).items() if key not in text}
+        variable = next((v for v, key in {**keys, **brought}.items() if isinstance(value, str) and key in value), None)
+        if variable is not None:
+            return (f"{shown} holds the key in the environment variable {variable}, and every run name, tag and "
+                    f"saved config would carry it: no setting may hold a key; settings name a key's variable "
+                    f"instead (llm.api_key_env={variable})")
+        problem = setting_problem(name, value) if text is not None else None
+        if problem:
+            return problem.replace(name, shown, 1)
+    return None
+
+
+def keys_read(text: str) -> dict[str, str]:
+    """The variables an interpolation reads (``${oc.env:NAME}``) that hold what looks like a key, by name."""
+    values = {name: os.environ.get(name, "") for name in re.findall(r"oc\.env:\s*([A-Za-z_][A-Za-z0-9_]*)", text)}
+    return {name: value for name, value in values.items() if len(value.strip()) >= MIN_SECRET_LENGTH and (
+        looks_like_key(value) or RANDOM_LOOKING.fullmatch(value.strip()))}
 
 
 def redact_url(url: str | None) -> str:

@@ -21,12 +21,12 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_object
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from flows.run.errors import EXIT_USER_ERROR, composed
 from opi import components
 from opi.rerankers import reranks
-from opi.secrets import settings_problem
+from opi.secrets import resolved_settings_problem, settings_problem
 from opi.schemas import (ChunkingConfig, DatasetConfig, EmbeddingConfig, LLMConfig, MetricsConfig, OPIConfig,
                          OrchestrationConfig, RelationsConfig, ReportConfig, TrackingConfig, TrainConfig)
 
@@ -111,16 +111,41 @@ def typed(cfg: DictConfig, overridden: list[str] = ()) -> OPIConfig:
     return config
 
 
+# of Hydra's own settings, those a user's YAML or command line can fill with values that Hydra then writes down (its
+# saved configs, the output folders' names)
+HYDRA_WRITTEN = ("hydra.job.env_set", "hydra.sweeper.params", "hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir",
+                 "hydra.job.name")
+
+
 def refuse_secrets(cfg: DictConfig) -> None:
-    """A secret in any setting (a YAML file's as well as the command line's): refused, never written down."""
+    """A secret in any setting (a YAML file's as well as the command line's), as written or as it resolves
+    (``${oc.env:OPENAI_API_KEY}``, a resolver of your own): refused, never written down."""
     settings = OmegaConf.to_container(cfg, resolve=False)
     hydra = settings.pop("hydra", None) or {}
-    # of Hydra's own settings, those a user's YAML can fill with values that Hydra then saves with every job
     settings["hydra.job.env_set"] = (hydra.get("job") or {}).get("env_set") or {}
     settings["hydra.sweeper.params"] = (hydra.get("sweeper") or {}).get("params") or {}
-    problem = settings_problem(settings)
+    problem = settings_problem(settings) or resolved_settings_problem(leaves(cfg))
     if problem:
         raise ValueError(problem)
+
+
+def leaves(node: DictConfig | ListConfig, prefix: str = ""):
+    """(path, value as resolved, its text where it is an interpolation, else None) of every setting under ``node`` a
+    run writes down (of Hydra's, ``HYDRA_WRITTEN``); a value that does not resolve here (an unset variable, Hydra's
+    runtime) is left to Hydra."""
+    written = OmegaConf.to_container(node, resolve=False)
+    for key in node.keys() if isinstance(node, DictConfig) else range(len(node)):
+        path = f"{prefix}{key}"
+        if path.startswith("hydra") and not any(path.startswith(w) or w.startswith(f"{path}.") for w in HYDRA_WRITTEN):
+            continue
+        try:
+            value = node[key]
+        except Exception:  # noqa: BLE001 - whatever a resolver raises, Hydra reports it when it resolves the value
+            continue
+        if isinstance(value, (DictConfig, ListConfig)):
+            yield from leaves(value, f"{path}.")
+        else:
+            yield path, value, written[key] if OmegaConf.is_interpolation(node, key) else None
 
 
 def check_members(config: OPIConfig, overridden: list[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib.util
 import logging
 from typing import Any
 
@@ -16,13 +17,15 @@ from flows.orchestration.prefect_adapter import import_server_models
 from flows.orchestration.server import ensure_api
 from flows.run.config import refuse_secrets, typed
 from flows.run.data import Data, load_data, training_for
-from flows.run.errors import EXIT_USER_ERROR, composed, run_or_explain
+from flows.run.errors import EXIT_USER_ERROR, CommandError, composed, run_or_explain
 from flows.run.identity import component_embeddings
 from flows.run.progress import planned_sweep, start_sweep
 from flows.run.store_checks import check_stores
 from opi.data import DataError
+from opi.embeddings.local import model_problem
 from opi.llm.client import api_key, check_keys
 from opi.relations import gold_source
+from opi.rerankers import reranks
 from opi.schemas import EmbeddingConfig, OPIConfig
 from opi.chunking import word_count
 from opi.sentences import UNSPACED_LANGUAGES, has_rules
@@ -40,6 +43,7 @@ def notice_once(message: str) -> None:
 def prepared(config: OPIConfig) -> OPIConfig:
     """The configuration ready to run on its data (loaded and validated here): its stores writable, ``relations.gold``
     decided, and the data has what the retrievers need. A DataError or StoreError otherwise, before any work."""
+    check_models(config)
     check_stores(config)
     data = load_data(config)
     config = chunking_for_language(config)
@@ -101,6 +105,43 @@ def embedding_settings(config: OPIConfig) -> dict[str, EmbeddingConfig]:
     """Every embedding model the run uses, by config path: the run's, the yardstick, components' own."""
     return {"embedding": config.embedding, "metrics.similarity": config.metrics.similarity,
             **{f"{path}.embedding": settings for path, settings in component_embeddings(config).items()}}
+
+
+def check_models(config: OPIConfig) -> None:
+    """Every model the run loads here is here (a folder, an installed package, the hub's cache when offline): one
+    line naming the setting and what to do otherwise, before the data loads."""
+    for setting, model in loaded_models(config).items():
+        problem = model_problem(model)
+        if problem:
+            raise CommandError(f"model problem: {setting}={model}: {problem}")
+    server = config.llm.local_server
+    if server is not None:
+        from opi.llm.local_server import INSTALL_HINT, model_path
+
+        try:
+            model_path(server.model)
+        except (ValueError, RuntimeError) as err:
+            why = "no such file: give the path of a .gguf model" if server.model.endswith(".gguf") else err
+            raise CommandError(f"model problem: llm.local_server.model={server.model}: {why}") from None
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise CommandError(f"model problem: llm={config.llm.name} serves its model with xllamacpp, which is not "
+                               f"installed: {INSTALL_HINT}")
+
+
+def loaded_models(config: OPIConfig) -> dict[str, str]:
+    """The models the run loads here, by the setting that names each: sentence-transformers embeddings (the run's,
+    the yardstick, components' own; a model once, by the first setting naming it) and the models components name in
+    ``local_models`` (a cross-encoder's)."""
+    models: dict[str, str] = {}
+    for path, settings in embedding_settings(config).items():
+        if settings.provider == "sentence-transformers" and settings.model not in models.values():
+            models[f"{path}.model"] = settings.model
+    users = {**({"rerank": config.rerank} if reranks(config.rerank) else {}), "llm.reader": config.llm.reader,
+             "classifier": config.classifier, **({"retriever": config.retriever} if config.single else
+                                                 {f"retrievers.{n}": m for n, m in config.members().items()})}
+    for path, component in users.items():
+        models.update({f"{path}.{name}": getattr(component, name) for name in getattr(component, "local_models", ())})
+    return models
 
 
 def resolve_gold(config: OPIConfig, data: Data) -> OPIConfig:

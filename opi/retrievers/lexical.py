@@ -20,6 +20,7 @@ from opi.retrievers.base import Ranking, Retriever
 from opi.retrievers.bm25 import BM25Index, top_n
 from opi.retrievers.tokens import TOKENIZERS, analyzer, chunk_matrix
 from opi.retrievers.topk import DistinctTexts, block_length, stop_if_exiting, top_k
+from opi.schemas import require_number
 
 
 @dataclass
@@ -32,8 +33,9 @@ class BM25Retriever(Retriever):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.k1 < 0 or not 0.0 <= self.b <= 1.0:
-            raise ValueError(f"need k1 >= 0 and 0 <= b <= 1, got k1={self.k1}, b={self.b}")
+        require_number("k1", self.k1, ge=0)
+        require_number("b", self.b, ge=0, le=1)
+        require_number("epsilon", self.epsilon, ge=0)
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {sorted(TOKENIZERS)}, got {self.tokenizer!r}")
 

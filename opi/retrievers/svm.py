@@ -23,6 +23,7 @@ import numpy as np
 from opi.interrupt import abandon, exiting
 from opi.retrievers.base import Ranking, Retriever, RetrievalTooSlow
 from opi.retrievers.topk import DistinctTexts, RankingInterrupted, stop_if_exiting
+from opi.schemas import require_number
 
 # one exact fit's cost per chunk, measured on 2 busy cores with 384-d vectors (4.3 s a question over 51,792 chunks)
 SECONDS_PER_CHUNK_FIT = 8.3e-5
@@ -46,12 +47,11 @@ class SVMRetriever(Retriever):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.C <= 0:
-            raise ValueError(f"C must be > 0, got {self.C}")
+        require_number("C", self.C, gt=0)
+        require_number("tol", self.tol, gt=0)
+        require_number("max_hours", self.max_hours, gt=0)
         if self.candidates is not None and self.candidates < self.k:
             raise ValueError(f"candidates ({self.candidates}) must be >= k ({self.k})")
-        if self.max_hours <= 0:
-            raise ValueError(f"max_hours must be > 0, got {self.max_hours}")
 
     @property
     def label(self) -> str:

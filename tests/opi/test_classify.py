@@ -97,7 +97,7 @@ def test_a_fold_trained_on_one_relation_predicts_it_and_one_trained_on_nothing_p
 
 @pytest.mark.parametrize("settings, message", [
     ({"family": "forest"}, "family must be one of ('logreg', 'linear_svc'), got 'forest'"),
-    ({"C": 0}, "C must be > 0, got 0"),
+    ({"C": 0}, "C must be a finite number > 0, got 0"),
     ({"folds": 1}, "folds must be >= 2, got 1"),
 ])
 def test_the_local_classifier_refuses_bad_settings(settings, message):

@@ -109,7 +109,7 @@ def test_sentence_union_combines_each_members_own_sentences():
     (lambda: SentenceUnion(members=["knn", "knn"]), "combination S- lists a member twice"),
     (lambda: SentenceUnion(members=[]), "needs at least two members"),
     (lambda: RankFusion(members=["knn", "dps"], k=0), "k must be >= 1 or null, got 0"),
-    (lambda: RankFusion(members=["knn", "dps"], c=0), "c must be > 0, got 0"),
+    (lambda: RankFusion(members=["knn", "dps"], c=0), "c must be a finite number > 0, got 0"),
 ])
 def test_combinations_refuse_bad_settings(make, message):
     with pytest.raises(ValueError, match=message):

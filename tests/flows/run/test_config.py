@@ -116,7 +116,7 @@ def test_misspelt_parameter_fails_at_compose_time():
     ("retriever.k=0", "retriever: KNNRetriever: k must be >= 1, got 0"),
     ("chunking.overlap=100", "chunking.overlap must be >= 0 and smaller than chunking.size"),
     ("metrics.beta=0", "metrics.beta must be a finite number > 0"),
-    ("report.alpha=1.5", "report.alpha must be in (0, 1), got 1.5"),
+    ("report.alpha=1.5", "report.alpha must be a finite number in (0, 1), got 1.5"),
     ("metrics.beta=-1", "metrics.beta must be a finite number > 0"),
     ("retrievers.mmr.fetch_k=2", "retrievers.mmr: MMRRetriever: fetch_k (2) must be >= k (4)"),
     ("classifier.folds=1", "classifier: LocalRelationClassifier: folds must be >= 2, got 1"),

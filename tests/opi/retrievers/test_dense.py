@@ -58,8 +58,8 @@ def test_mmr_skips_the_near_duplicate_that_knn_takes_second(tiny_chunks, embedde
 
 @pytest.mark.parametrize("settings, message", [
     ({"k": 4, "fetch_k": 2}, r"fetch_k \(2\) must be >= k \(4\)"),
-    ({"lambda_mult": 1.5}, r"lambda_mult must be in \[0, 1\], got 1.5"),
-    ({"lambda_mult": -0.1}, r"lambda_mult must be in \[0, 1\], got -0.1"),
+    ({"lambda_mult": 1.5}, r"lambda_mult must be a finite number in \[0, 1\], got 1.5"),
+    ({"lambda_mult": -0.1}, r"lambda_mult must be a finite number in \[0, 1\], got -0.1"),
 ])
 def test_mmr_refuses_bad_settings(settings, message):
     with pytest.raises(ValueError, match=message):

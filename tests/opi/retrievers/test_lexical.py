@@ -53,8 +53,8 @@ def test_words_lower_cases_and_drops_punctuation():
 
 
 @pytest.mark.parametrize("settings, message", [
-    ({"k1": -0.1}, "need k1 >= 0 and 0 <= b <= 1, got k1=-0.1, b=0.75"),
-    ({"b": 1.5}, "need k1 >= 0 and 0 <= b <= 1, got k1=1.5, b=1.5"),
+    ({"k1": -0.1}, "k1 must be a finite number >= 0, got -0.1"),
+    ({"b": 1.5}, "b must be a finite number in [0, 1], got 1.5"),
     ({"tokenizer": "spacy"}, "tokenizer must be one of ['whitespace', 'words'], got 'spacy'"),
 ])
 def test_bm25_refuses_bad_settings(settings, message):

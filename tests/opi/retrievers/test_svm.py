@@ -16,7 +16,7 @@ def test_the_chunk_next_to_the_question_ranks_first_and_the_opposite_one_last():
 
 
 def test_c_must_be_positive():
-    with pytest.raises(ValueError, match="C must be > 0, got 0"):
+    with pytest.raises(ValueError, match="C must be a finite number > 0, got 0"):
         SVMRetriever(C=0)
 
 
