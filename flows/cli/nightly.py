@@ -8,7 +8,7 @@
     opi-nightly export-baseline --out baselines/nightly.json   # the champion's numbers, to commit
 
 Anything after the options is a Hydra override for the evaluation (``llm=gpt-4o``, ``dataset.limit=50``...). A
-regression exits 1; a user error (bad baseline, bad override) exits 2.
+regression exits 1; a user error (bad baseline, bad override, too few examples shared with the baseline) exits 2.
 """
 from __future__ import annotations
 
@@ -19,33 +19,57 @@ from pathlib import Path
 
 from flows.cli.start import add_store_arguments, console_logging, run_command, start_command
 from flows.nightly import CHAMPION, DEPLOYMENT
-from opi.regression import ALPHA, TOLERANCE
+from opi.regression import ALPHA, MIN_OVERLAP, TOLERANCE, UNIT
 
 log = logging.getLogger("opi")
+COMMANDS = {
+    "run": "Evaluate experiment=nightly once and judge every configuration x metric (OPI-1, BERTSim, LRCR) against "
+           "the baseline, on the examples both runs share; exits 1 on a regression.",
+    "serve": "Register the opi-nightly deployment with a cron schedule on the Prefect server in PREFECT_API_URL "
+             "and run it here when it is due (the same options and overrides as run).",
+    "promote": "Make a sweep's parent run the nightly baseline (the run tagged opi.baseline=champion), by hand.",
+    "export-baseline": "Write a sweep's numbers (the champion's by default) to a JSON baseline file you can commit "
+                       "and pass as --baseline (numbers only: the tolerance alone judges against it).",
+}
+
+
+def gate_arguments(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--baseline", default=CHAMPION, help="champion (default), a parent run id, or a .json file")
+    sub.add_argument("--promote", action="store_true", help="make a passing run the new champion")
+    sub.add_argument("--tolerance", type=float, default=TOLERANCE,
+                     help=f"the equivalence margin: the smallest drop that can fail the night (default {TOLERANCE})")
+    sub.add_argument("--alpha", type=float, default=ALPHA,
+                     help=f"significance level of the paired test, adjusted over all verdicts (default {ALPHA})")
+    sub.add_argument("--min-overlap", type=float, default=MIN_OVERLAP,
+                     help="the share of the baseline's examples tonight's run must have, or it is refused "
+                          f"(default {MIN_OVERLAP})")
+    sub.add_argument("--unit", choices=("article", "example"), default=UNIT,
+                     help=f"what the paired test swaps: whole articles or single questions (default {UNIT})")
+    sub.add_argument("overrides", nargs="*", help="Hydra overrides for the sweep, e.g. llm=gpt-4o")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="opi-nightly", description="Nightly regression evaluation.")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="opi-nightly", description="Nightly regression evaluation with a baseline "
+                                     "gate (a Prefect flow; results in MLflow).")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,serve,promote,export-baseline}")
+    subs = {name: commands.add_parser(name, help=text, description=text) for name, text in COMMANDS.items()}
     for name in ("run", "serve"):
-        sub = commands.add_parser(name)
-        sub.add_argument("--baseline", default=CHAMPION, help="champion (default), a parent run id, or a .json file")
-        sub.add_argument("--promote", action="store_true", help="make a passing run the new champion")
-        sub.add_argument("--tolerance", type=float, default=TOLERANCE, help="smallest drop that can fail the night")
-        sub.add_argument("--alpha", type=float, default=ALPHA, help="significance level of the paired test")
-        sub.add_argument("overrides", nargs="*", help="Hydra overrides for the sweep, e.g. llm=gpt-4o")
-        if name == "serve":
-            sub.add_argument("--cron", default="0 2 * * *", help="schedule (default 02:00)")
-            sub.add_argument("--timezone", default="UTC")
-            sub.add_argument("--name", default=DEPLOYMENT, help="deployment name")
-    move = commands.add_parser("promote", help="make a sweep the nightly baseline")
-    move.add_argument("sweep", help="parent run id")
-    export = commands.add_parser("export-baseline", help="write a sweep's numbers as a baseline file")
-    export.add_argument("--sweep", help="parent run id (default: the champion)")
-    export.add_argument("--out", type=Path, required=True)
-    for sub in (move, export):
-        add_store_arguments(sub)
+        gate_arguments(subs[name])
+    subs["serve"].add_argument("--cron", default="0 2 * * *", help="schedule (default 02:00)")
+    subs["serve"].add_argument("--timezone", default="UTC", help="the schedule's time zone (default UTC)")
+    subs["serve"].add_argument("--name", default=DEPLOYMENT, help="deployment name")
+    subs["promote"].add_argument("sweep", help="the sweep's parent run id")
+    subs["export-baseline"].add_argument("--sweep", help="parent run id (default: the champion)")
+    subs["export-baseline"].add_argument("--out", type=Path, required=True, help="the JSON file to write")
+    for name in ("promote", "export-baseline"):
+        add_store_arguments(subs[name])
     return parser.parse_args(argv)
+
+
+def gate_parameters(args: argparse.Namespace) -> dict:
+    """The nightly flow's parameters, in its order."""
+    return {"overrides": args.overrides, "baseline": args.baseline, "promote_on_pass": args.promote,
+            "tolerance": args.tolerance, "alpha": args.alpha, "min_overlap": args.min_overlap, "unit": args.unit}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,12 +80,13 @@ def main(argv: list[str] | None = None) -> None:
     from flows.orchestration.server import run_flow
 
     def work() -> None:
-        gated = {"baseline": args.baseline, "promote_on_pass": args.promote, "tolerance": args.tolerance,
-                 "alpha": args.alpha}
-        if args.command == "run":
-            run_flow(gate.nightly, args.overrides, *gated.values())
-        elif args.command == "serve":
-            gate.serve(args.name, args.cron, args.timezone, {"overrides": args.overrides, **gated})
+        if args.command in ("run", "serve"):
+            gate.gate_settings(args.tolerance, args.alpha, args.min_overlap, args.unit)  # before anything starts
+            parameters = gate_parameters(args)
+            if args.command == "run":
+                run_flow(gate.nightly, *parameters.values())
+            else:
+                gate.serve(args.name, args.cron, args.timezone, parameters)
         elif args.command == "promote":
             gate.promote_by_hand(args.tracking_uri, args.experiment, args.sweep)
         else:

@@ -1,32 +1,34 @@
-"""The nightly regression gate, as a Prefect flow: ``opi-eval experiment=nightly`` in a child process (unchanged work
-comes from the cache), its runs found again by their ``tracking.label`` tag, every configuration x metric judged
-against the baseline (``opi.regression``), the verdicts logged to the sweep's parent run (``nightly/verdicts.csv``,
-tag ``regression=true|false``). A regression fails the flow; a user error (bad baseline, bad override) is a
-``CommandError``."""
+"""The nightly regression gate, as a Prefect flow: the baseline read and checked before anything is spent, the
+sweep ``experiment=nightly`` run with its configurations as subflows (``flows.nightly.sweep``), its runs found again
+by their ``tracking.label`` tag, then, under the promotion lock (``flows.nightly.baseline``), every configuration x
+metric judged against the baseline (``opi.regression``), the verdicts logged to the sweep's parent run
+(``nightly/verdicts.csv``, ``verdicts.md``, tag ``regression=true|false``) and a passing run promoted if asked. A
+regression fails the flow, its state message naming what fell; a user error (bad baseline, bad override, too few
+shared examples) is a ``CommandError``, said before the sweep runs wherever it can be known then."""
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 import tempfile
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mlflow import MlflowClient
-from omegaconf import OmegaConf
-from prefect import flow, task
+from omegaconf import DictConfig, OmegaConf
+from prefect import flow
 from prefect.schedules import Cron
 
 from flows.nightly import CHAMPION, CHAMPION_TAG, DEPLOYMENT
+from flows.nightly.baseline import (Baseline, champion, existing_experiment, labelled_sweep, load_baseline, promote,
+                                    promotion_lock, sweep_results, sweep_run)
+from flows.nightly.sweep import logs_to_prefect, run_sweep
 from flows.orchestration.server import OrchestrationError, ensure_api, prefect_api, user_api_url
-from flows.run.config import compose_config
+from flows.run.config import compose_config, typed
 from flows.run.errors import CommandError
-from flows.tracking.store import existing_store
-from flows.tracking.sweeps import child_predictions, children, configuration_names, existing_run, yardsticks
-from opi.data import DataError
-from opi.regression import (ALPHA, TOLERANCE, baseline_file_yardstick, explain, failed, judge, read_baseline_file,
-                            write_baseline_file)
+from flows.tracking.sweeps import children, configuration_names, display_names, yardsticks
+from opi.regression import (ALPHA, MIN_OVERLAP, TOLERANCE, UNIT, GateSettings, Judgement, NotComparable, explain,
+                            ids_of, judge, markdown, overlap, write_baseline_file)
 from opi.schemas import MetricsConfig, TrackingConfig
 from opi.yardstick import mixed, yardstick_tags
 
@@ -37,129 +39,175 @@ class Regression(Exception):
     """Tonight's run is worse than the baseline."""
 
 
-def planned(overrides: list[str]) -> tuple[TrackingConfig, dict[str, str]]:
-    """The tracking settings and the yardstick the sweep will use (composed from the same overrides, so they always
-    agree)."""
+def gate_settings(tolerance: float, alpha: float, min_overlap: float, unit: str) -> GateSettings:
+    try:
+        return GateSettings(tolerance, alpha, min_overlap, unit)
+    except ValueError as err:
+        raise CommandError(f"opi-nightly: {err}") from None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What tonight's sweep will use, composed from the same overrides (so they always agree)."""
+    cfg: DictConfig
+
+    @property
+    def tracking(self) -> TrackingConfig:
+        return OmegaConf.to_object(self.cfg.tracking)
+
+    @property
+    def yardstick(self) -> dict[str, str]:
+        metrics: MetricsConfig = OmegaConf.to_object(self.cfg.metrics)
+        return yardstick_tags(metrics.similarity)
+
+    def example_ids(self) -> set[str]:
+        """The examples tonight's sweep evaluates (its data read and checked as the sweep will)."""
+        from flows.run.data import load_data
+
+        try:
+            return {example.id for example in load_data(typed(self.cfg)).examples}
+        except ValueError as err:
+            raise CommandError(f"invalid configuration: {err}") from None
+
+
+def planned(overrides: list[str]) -> Plan:
     sweep_only = ("hydra.", "setup=")  # sweep settings are Hydra's business, not these
-    cfg = compose_config(["experiment=nightly", *[o for o in overrides if not o.startswith(sweep_only)]])
-    metrics: MetricsConfig = OmegaConf.to_object(cfg.metrics)
-    return OmegaConf.to_object(cfg.tracking), yardstick_tags(metrics.similarity)
+    return Plan(compose_config(["experiment=nightly", *[o for o in overrides if not o.startswith(sweep_only)]]))
 
 
-def same_yardstick(tonight: dict[str, str], baseline: dict[str, dict[str, str]], name: str) -> None:
+def same_yardstick(tonight: dict[str, str], baseline: Baseline) -> None:
     """Tonight's BERTSim is judged against the baseline's only if both were measured with the same model."""
-    clash = mixed({"tonight": tonight, **{f"baseline {n}": tags for n, tags in baseline.items()}},
-                  f"tonight's sweep and the baseline ({name})")
+    clash = mixed({"tonight": tonight, **{f"baseline {n}": tags for n, tags in baseline.yardsticks.items()}},
+                  f"tonight's sweep and the baseline ({baseline.name})")
     if clash:
         raise CommandError(clash)
 
 
-@task(name="nightly-sweep")
-def run_sweep(overrides: list[str], label: str) -> None:
-    command = [sys.executable, "-m", "flows.cli.evaluate", "experiment=nightly", *overrides, f"tracking.label={label}"]
-    code = subprocess.run(command, stdin=subprocess.DEVNULL).returncode
-    if code != 0:
-        raise CommandError(f"the nightly sweep failed (opi-eval exit code {code}); its log above says why")
+def comparable(baseline: Baseline, plan: Plan, settings: GateSettings) -> None:
+    """Before the sweep: the baseline's examples and tonight's overlap enough (``min_overlap``), said if they
+    differ."""
+    if baseline.rows is None:
+        return
+    shared = overlap(plan.example_ids(), ids_of(baseline.rows))
+    try:
+        shared.check(settings.min_overlap)
+    except NotComparable as err:
+        raise CommandError(f"baseline {baseline.name}: {err}") from None
+    if shared.notice():
+        log.info("%s", shared.notice())
 
 
-def labelled_sweep(client: MlflowClient, experiment_id: str, label: str) -> str:
-    runs = client.search_runs([experiment_id], f"tags.`opi.role` = 'sweep' and tags.`opi.label` = '{label}'")
-    if len(runs) != 1:
-        raise RuntimeError(f"expected one sweep run labelled {label}, found {len(runs)}")
-    return runs[0].info.run_id
-
-
-def sweep_results(client: MlflowClient, parent: str) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
-    """(configuration -> metrics, configuration -> predictions) of a sweep's children."""
+def log_verdicts(client: MlflowClient, parent: str, judgement: Judgement, baseline: Baseline) -> None:
+    """``nightly/verdicts.csv`` (full names, what runs are matched by) and ``verdicts.md`` (short names, the parts
+    every configuration shares said once) on tonight's parent run."""
     runs = children(client, parent)
-    names = configuration_names(runs)
-    metrics = {names[run.info.run_id]: dict(run.data.metrics) for run in runs}
-    rows = {name: frame for name, (_, frame) in child_predictions(client, parent, runs).items()}
-    return metrics, rows
-
-
-def champion(client: MlflowClient, experiment_id: str) -> str | None:
-    runs = client.search_runs([experiment_id], f"tags.`{CHAMPION_TAG}` = '{CHAMPION}'",
-                              order_by=["attributes.start_time DESC"], max_results=1)
-    return runs[0].info.run_id if runs else None
-
-
-def load_baseline(client: MlflowClient, experiment_id: str | None, baseline: str):
-    """(name, metrics, predictions or None, yardstick tags by configuration) for 'champion', a parent run id or a
-    json file; None if no champion. ``experiment_id`` is None on a first night, when the store has no experiment
-    (and so no run) yet."""
-    if baseline.endswith(".json"):
-        try:
-            return baseline, read_baseline_file(baseline), None, {"file": baseline_file_yardstick(baseline)}
-        except DataError as err:
-            raise CommandError(str(err)) from None
-    if baseline == CHAMPION:
-        run_id = champion(client, experiment_id) if experiment_id else None
-        if run_id is None:
-            return None
-    elif experiment_id is None:
-        raise CommandError(f"baseline run {baseline} cannot exist: this MLflow store has no experiment yet")
-    else:
-        run_id = baseline
-    existing_run(client, run_id, "baseline run", "give a sweep's parent run id, 'champion' or a .json baseline file")
-    metrics, rows = sweep_results(client, run_id)
-    if not metrics:
-        raise CommandError(f"baseline run {run_id} has no configuration runs under it: is it a sweep's parent run?")
-    return f"run {run_id}", metrics, rows, yardsticks(children(client, run_id))
-
-
-def promote(client: MlflowClient, experiment_id: str, parent: str) -> None:
-    previous = champion(client, experiment_id)
-    if previous and previous != parent:
-        client.delete_tag(previous, CHAMPION_TAG)
-    client.set_tag(parent, CHAMPION_TAG, CHAMPION)
-    log.info("run %s is now the nightly baseline (was %s)", parent, previous or "none")
-
-
-def log_verdicts(client: MlflowClient, parent: str, verdicts, baseline_name: str) -> None:
+    stable, (short, fixed) = configuration_names(runs), display_names(runs)
+    shared = ", ".join(f"{part} {value}" for part, value in fixed.items())
+    header = [f"Baseline: {baseline.name}", *([f"Every configuration: {shared}"] if shared else [])]
     with tempfile.TemporaryDirectory() as folder:
-        verdicts.to_csv(Path(folder) / "verdicts.csv", index=False)
-        (Path(folder) / "verdicts.md").write_text(f"Baseline: {baseline_name}\n\n" + verdicts.to_markdown(
-            index=False, floatfmt=".4f") + "\n")
+        judgement.table.to_csv(Path(folder) / "verdicts.csv", index=False)
+        (Path(folder) / "verdicts.md").write_text(markdown(judgement, header, {
+            stable[run.info.run_id]: short[run.info.run_id] for run in runs}))
         client.log_artifacts(parent, folder, "nightly")
+    client.set_tag(parent, "opi.baseline_source", baseline.name)
+
+
+def judged(client: MlflowClient, parent: str, baseline: Baseline, settings: GateSettings) -> Judgement:
+    metrics, rows = sweep_results(client, parent)
+    try:
+        judgement = judge(metrics, baseline.metrics, rows if baseline.rows is not None else None, baseline.rows,
+                          settings)
+    except NotComparable as err:
+        raise CommandError(f"baseline {baseline.name}: {err}") from None
+    for note in judgement.notes:
+        log.info("%s", note)
+    return judgement
+
+
+@dataclass(frozen=True)
+class Night:
+    """Tonight's sweep and how it is to be judged."""
+    client: MlflowClient
+    experiment_id: str
+    parent: str  # the sweep's parent run
+    started_with: str | None  # the champion when this night started
+    requested: str  # the baseline asked for: champion, a run id or a file
+    settings: GateSettings
+    promote_on_pass: bool
+    yardstick: dict[str, str]
+
+    def result(self, baseline: str | None, regression: bool | None, promoted: bool) -> dict[str, Any]:
+        return {"parent": self.parent, "regression": regression, "baseline": baseline, "promoted": promoted}
+
+
+def decide(night: Night, baseline: Baseline | None) -> dict[str, Any]:
+    """Under the promotion lock: judge tonight's sweep, promote it if asked and it passed. A champion that changed
+    since this night started (a nightly that overlapped it promoted) is what it is judged against, and this night
+    does not move it again."""
+    now = champion(night.client, night.experiment_id)
+    moved = now != night.started_with
+    if moved and night.requested == CHAMPION:
+        log.warning("the baseline moved while this run ran (run %s is now the champion): judging against it; this "
+                    "run will not be promoted", now)
+        baseline = load_baseline(night.client, night.experiment_id, CHAMPION)
+        same_yardstick(night.yardstick, baseline)
+    if baseline is None:
+        return first_night(night)
+    judgement = judged(night.client, night.parent, baseline, night.settings)
+    log_verdicts(night.client, night.parent, judgement, baseline)
+    regression = not judgement.failed.empty
+    night.client.set_tag(night.parent, "regression", str(regression).lower())
+    if regression:
+        raise Regression(f"nightly run {night.parent} regressed against the baseline ({baseline.name}):\n"
+                         f"{explain(judgement.table)}")
+    log.info("nightly run %s: no regression against %s (%d verdicts: %s)", night.parent, baseline.name,
+             len(judgement.table), judgement.table["verdict"].value_counts().to_dict())
+    if night.promote_on_pass and moved:
+        log.warning("run %s passed but is not promoted: the champion changed while it ran (now %s)", night.parent,
+                    now)
+    elif night.promote_on_pass:
+        promote(night.client, night.experiment_id, night.parent)
+    return night.result(baseline.name, False, night.promote_on_pass and not moved)
+
+
+def first_night(night: Night) -> dict[str, Any]:
+    """No baseline yet: nothing to judge; tonight's run becomes the champion if asked."""
+    night.client.set_tag(night.parent, "regression", "unknown")
+    log.warning("no baseline yet (no run tagged %s=%s): nothing to compare with%s", CHAMPION_TAG, CHAMPION,
+                "; promoting tonight's run" if night.promote_on_pass else "; run with --promote to set one")
+    if night.promote_on_pass:
+        promote(night.client, night.experiment_id, night.parent)
+    return night.result(None, None, night.promote_on_pass)
 
 
 @flow(name=DEPLOYMENT, validate_parameters=False)
 def nightly(overrides: list[str] | None = None, baseline: str = CHAMPION, promote_on_pass: bool = False,
-            tolerance: float = TOLERANCE, alpha: float = ALPHA) -> dict[str, Any]:
+            tolerance: float = TOLERANCE, alpha: float = ALPHA, min_overlap: float = MIN_OVERLAP, unit: str = UNIT
+            ) -> dict[str, Any]:
     """Run the nightly configuration set, judge it against the baseline, fail on a regression."""
-    overrides = list(overrides or [])
-    tracking, yardstick = planned(overrides)
-    label = f"nightly-{uuid.uuid4().hex[:12]}"
+    with logs_to_prefect():
+        return gated_night(list(overrides or []), baseline, promote_on_pass,
+                           gate_settings(tolerance, alpha, min_overlap, unit))
+
+
+def gated_night(overrides: list[str], requested: str, promote_on_pass: bool, settings: GateSettings
+                ) -> dict[str, Any]:
+    plan = planned(overrides)
+    tracking, yardstick = plan.tracking, plan.yardstick
     client = MlflowClient(tracking.tracking_uri)
     found = client.get_experiment_by_name(tracking.experiment)
-    reference = load_baseline(client, found.experiment_id if found else None, baseline)  # before the sweep spends
+    started_with = champion(client, found.experiment_id if found else None)
+    reference = load_baseline(client, found.experiment_id if found else None, requested)  # before the sweep spends
     if reference is not None:
-        same_yardstick(yardstick, reference[3], reference[0])
+        same_yardstick(yardstick, reference)
+        comparable(reference, plan, settings)
+    label = f"nightly-{uuid.uuid4().hex[:12]}"
     run_sweep(overrides, label)
     experiment_id = client.get_experiment_by_name(tracking.experiment).experiment_id
     parent = labelled_sweep(client, experiment_id, label)
-    if reference is None:
-        client.set_tag(parent, "regression", "unknown")
-        log.warning("no baseline yet (no run tagged %s=%s): nothing to compare with%s", CHAMPION_TAG, CHAMPION,
-                    "; promoting tonight's run" if promote_on_pass else "; run with --promote to set one")
-        if promote_on_pass:
-            promote(client, experiment_id, parent)
-        return {"parent": parent, "regression": None, "baseline": None}
-    name, base_metrics, base_rows, _ = reference
-    metrics, rows = sweep_results(client, parent)
-    verdicts = judge(metrics, base_metrics, rows, base_rows, tolerance, alpha)
-    regression = not failed(verdicts).empty
-    log_verdicts(client, parent, verdicts, name)
-    client.set_tag(parent, "regression", str(regression).lower())
-    client.set_tag(parent, "opi.baseline_source", name)
-    if regression:
-        raise Regression(f"nightly run {parent} regressed against the baseline ({name}):\n{explain(verdicts)}")
-    log.info("nightly run %s: no regression against %s (%d verdicts: %s)", parent, name, len(verdicts),
-             verdicts["verdict"].value_counts().to_dict())
-    if promote_on_pass:
-        promote(client, experiment_id, parent)
-    return {"parent": parent, "regression": False, "baseline": name}
+    night = Night(client, experiment_id, parent, started_with, requested, settings, promote_on_pass, yardstick)
+    with promotion_lock(tracking.tracking_uri, tracking.experiment, plan.cfg.paths.cache_dir):
+        return decide(night, reference)
 
 
 def export_baseline(tracking_uri: str, experiment: str, sweep: str | None, out: Path) -> None:
@@ -167,22 +215,20 @@ def export_baseline(tracking_uri: str, experiment: str, sweep: str | None, out: 
     sweep = sweep or champion(client, experiment_id)
     if sweep is None:
         raise CommandError("no champion run to export: pass --sweep <parent run id>")
+    sweep_run(client, sweep, "--sweep")
     metrics, _ = sweep_results(client, sweep)
     yardstick = next(iter(yardsticks(children(client, sweep)).values()), None)
-    log.info("wrote %s", write_baseline_file(out, metrics, f"mlflow run {sweep}", yardstick))
+    log.info("wrote %s (the numbers of run %s)", write_baseline_file(out, metrics, f"mlflow run {sweep}", yardstick),
+             sweep)
 
 
 def promote_by_hand(tracking_uri: str, experiment: str, sweep: str) -> None:
+    from opi.schemas import PathsConfig
+
     client, experiment_id = existing_experiment(tracking_uri, experiment)
-    promote(client, experiment_id, sweep)
-
-
-def existing_experiment(tracking_uri: str, experiment: str) -> tuple[MlflowClient, str]:
-    client = existing_store(tracking_uri)
-    found = client.get_experiment_by_name(experiment)
-    if found is None:
-        raise CommandError(f"no MLflow experiment {experiment!r} at {tracking_uri}")
-    return client, found.experiment_id
+    sweep_run(client, sweep, "run")
+    with promotion_lock(tracking_uri, experiment, PathsConfig().cache_dir):
+        promote(client, experiment_id, sweep)
 
 
 def serve(name: str, cron: str, timezone: str, parameters: dict[str, Any]) -> None:

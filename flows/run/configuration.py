@@ -21,6 +21,7 @@ from flows.run.data import Data, load_data, training_for, training_key
 from flows.run.identity import describe, effective_settings
 from flows.run.stages import run_stages
 from flows.tracking.registry import resolve_registered
+from flows.tracking.runs import flatten
 from opi.embeddings import counting, use_store
 from opi.schemas import OPIConfig
 
@@ -83,10 +84,11 @@ def unanswered(metrics: dict[str, float]) -> float:
 
 def evaluate(config: OPIConfig) -> dict[str, Any]:
     """The configuration as one Prefect flow run. It travels by closure, not as a flow parameter: Prefect keeps no
-    copy of it (or of an ``llm.base_url`` with credentials in it) in its database."""
+    copy of it (or of an ``llm.base_url`` with credentials in it) in its database; its parameters, shown in Prefect's
+    UI, are its name and its settings as its MLflow params (secret-named settings left out, credentials redacted)."""
     @flow(name="opi-evaluate", flow_run_name=describe(config).name, task_runner=task_runner(config.orchestration))
-    def evaluate_configuration() -> dict[str, Any]:
+    def evaluate_configuration(configuration: str, settings: dict[str, Any]) -> dict[str, Any]:
         with use_store(config.paths.embedding_store):  # this process's embedders (each stage task names it too)
             return run_configuration(config)
 
-    return run_flow(evaluate_configuration)
+    return run_flow(evaluate_configuration, describe(config).name, flatten(effective_settings(config)))

@@ -1,15 +1,14 @@
 """opi-nightly end to end: a baseline it matches passes, a degraded configuration fails (message, tag, exit code),
-and `serve` registers a cron deployment on a Prefect server."""
-import os
-import signal
-import subprocess
+a baseline on other examples is compared on the shared ones or refused, and `serve` registers a cron deployment on a
+Prefect server."""
+import re
 import sys
-import time
 
 import mlflow
 import pandas as pd
 import pytest
 
+from tests.flows.nightly.servers import client_of, deployment, prefect_server, started, stop
 from tests.helpers.cli import processes_with_env, run_cli
 from tests.helpers.paths import ROOT as REPOSITORY
 
@@ -46,10 +45,36 @@ def test_nightly_passes_against_its_own_baseline_and_fails_a_degraded_retriever(
     # the reader answers from one sentence of one chunk: answers lose most of what they needed
     degraded = nightly(tmp_path, "--promote", "retriever.k=1", "llm.reader.n_sentences=1", expect=1)
     assert "regressed against the baseline (run " + champion in degraded
-    assert "kNN | extractive | local-clf: bertsim fell" in degraded
+    fell = r"\nkNN[^\n]*: bertsim fell [0-9.]+ \([0-9.]+ -> [0-9.]+, p = [0-9.]+, adjusted [0-9.]+\)"
+    assert re.search(fell, degraded)
     _, runs = sweeps(tmp_path)
     assert runs[2].data.tags["regression"] == "true"
     assert runs[0].data.tags["opi.baseline"] == "champion"  # a failing night never moves the baseline
+
+
+@pytest.mark.slow
+def test_the_gate_compares_on_the_examples_both_runs_share_and_refuses_too_few(tmp_path):
+    """A champion on 26 examples against a night on 52 (the 26 among them): one line says so, and the verdicts are
+    those of the 26; a night on 20 of a baseline's 52 is refused before its sweep."""
+    examples = [s for s in SET if not s.startswith("dataset.sample")] + ["dataset.sample=52"]
+
+    def nightly_of(*args, expect=0):
+        return run_cli("flows.cli.nightly", tmp_path, "run", *args, *examples, expect=expect)
+
+    nightly_of("--promote", "dataset.limit=26")
+    client, runs = sweeps(tmp_path)
+    champion = runs[0].info.run_id
+    wider = nightly_of()
+    assert "comparing on the 26 examples both runs share (baseline 26, tonight 52)" in wider
+    assert "paired permutation tests by article" in wider and "no regression against run " + champion in wider
+    _, runs = sweeps(tmp_path)
+    verdicts = pd.read_csv(client.download_artifacts(runs[1].info.run_id, "nightly/verdicts.csv", str(tmp_path)))
+    assert len(verdicts) == 6 and set(verdicts["verdict"]) == {"ok"} and (verdicts["change"] == 0).all()
+
+    refused = nightly_of("--baseline", runs[1].info.run_id, "dataset.limit=20", expect=2)
+    assert (f"baseline run {runs[1].info.run_id}: tonight's run has 20 of the baseline's 52 examples (38%, tonight "
+            "20), below min_overlap 90%") in refused
+    assert "Launching" not in refused and len(sweeps(tmp_path)[1]) == 2  # refused before any work
 
 
 @pytest.mark.slow
@@ -57,15 +82,6 @@ def test_a_baseline_that_is_not_a_sweep_stops_before_the_sweep_runs(tmp_path):
     output = run_cli("flows.cli.nightly", tmp_path, "run", "--baseline", "0123456789abcdef", *SET, expect=2)
     assert "cannot exist" in output or "is not in this MLflow store" in output
     assert "Launching" not in output  # nothing was evaluated
-
-
-def healthy(api_url: str) -> bool:
-    import urllib.request
-
-    try:
-        return urllib.request.urlopen(f"{api_url}/health", timeout=2).status == 200
-    except OSError:
-        return False
 
 
 def test_serve_without_a_server_says_so(tmp_path):
@@ -78,52 +94,18 @@ def test_serve_without_a_server_says_so(tmp_path):
 
 @pytest.mark.slow
 def test_serve_registers_a_cron_deployment_on_the_prefect_server(tmp_path):
-    from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    from tests.helpers.cli import free_port
-
-    port = free_port()
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-           "PREFECT_API_URL": f"http://127.0.0.1:{port}/api"}
-    started = []
-    try:
-        prefect = os.path.join(os.path.dirname(sys.executable), "prefect")
-        started.append(subprocess.Popen([prefect, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                                        env=env, stdout=open(tmp_path / "server.log", "w"), stderr=subprocess.STDOUT,
-                                        start_new_session=True))
-        deadline = time.monotonic() + 120
-        while not healthy(env["PREFECT_API_URL"]):
-            assert started[0].poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
-            time.sleep(0.5)
-        started.append(subprocess.Popen([sys.executable, "-m", "flows.cli.nightly", "serve", "--cron", "30 2 * * *",
-                                         "dataset.limit=26"], env=env, stdout=open(tmp_path / "serve.log", "w"),
-                                        stderr=subprocess.STDOUT, start_new_session=True, cwd=tmp_path))
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with temporary_settings({PREFECT_API_URL: env["PREFECT_API_URL"]}):
-                    with get_client(sync_client=True) as client:
-                        deployment = client.read_deployment_by_name("opi-nightly/opi-nightly")
-                break
-            except Exception:
-                for process in started:
-                    assert process.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-3000:]
-                time.sleep(1)
-        (schedule,) = deployment.schedules
-        assert schedule.schedule.cron == "30 2 * * *" and schedule.schedule.timezone == "UTC"
-        assert deployment.parameters["overrides"] == ["dataset.limit=26"]
-        assert deployment.parameters["baseline"] == "champion"
-    finally:
-        for process in reversed(started):
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGINT)
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-    assert not processes_with_env("PREFECT_HOME", str(tmp_path / "prefect"))
+    with prefect_server(tmp_path) as env:
+        serve = started([sys.executable, "-m", "flows.cli.nightly", "serve", "--cron", "30 2 * * *", "dataset.limit=26"],
+                        tmp_path, env, "serve")
+        try:
+            found = deployment(client_of(env), "opi-nightly/opi-nightly", serve, tmp_path / "serve.log")
+        finally:
+            stop(serve)
+    (schedule,) = found.schedules
+    assert schedule.schedule.cron == "30 2 * * *" and schedule.schedule.timezone == "UTC"
+    assert found.parameters["overrides"] == ["dataset.limit=26"]
+    assert found.parameters["baseline"] == "champion" and found.parameters["min_overlap"] == 0.9
+    assert not processes_with_env("PREFECT_HOME", env["PREFECT_HOME"])
 
 
 def test_prefect_yaml_deploys_the_nightly_flow():
@@ -139,3 +121,28 @@ def test_prefect_yaml_deploys_the_nightly_flow():
     assert (root / path).exists() and name == nightly_flow.fn.__name__
     assert deployment["schedules"][0]["cron"] == "0 2 * * *"
     assert set(deployment["parameters"]) <= set(inspect.signature(nightly_flow.fn).parameters)
+
+
+def test_the_readme_and_the_nightly_set_agree_and_its_quoted_set_is_one_value():
+    """The README's count is the set's, and the commands that name another set (the set's own comment, the README)
+    quote it: one value the sweeper reads as a list of setups that exist (unquoted, Hydra refuses a sweep there)."""
+    import shlex
+
+    import yaml
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    conf = REPOSITORY / "conf" / "experiment" / "nightly.yaml"
+    setups = yaml.safe_load(conf.read_text())["hydra"]["sweeper"]["params"]["setup"].split(",")
+    readme = (REPOSITORY / "README.md").read_text()
+    section = readme[readme.index("## Nightly regression runs"):readme.index("## The relation classifier")]
+    assert f"({len(setups)} configurations" in section and len(setups) == 15
+    commands = [line.split("#", 1)[1].strip() for line in conf.read_text().splitlines() if "opi-nightly run" in line
+                and "setup=" in line]
+    commands += [line.split("  #")[0] for line in section.splitlines() if line.startswith("opi-nightly run \"hydra")]
+    parser, known = OverridesParser.create(), {path.stem for path in (REPOSITORY / "conf" / "setup").glob("*.yaml")}
+    assert len(commands) == 2
+    for command in commands:
+        (argument,) = [a for a in shlex.split(command) if a.startswith("hydra.sweeper.params.setup=")]
+        override = parser.parse_override(argument)
+        assert not override.is_sweep_override() and set(override.value().split(",")) <= known, command
+    assert parser.parse_override("hydra.sweeper.params.setup=knn,bm25").is_sweep_override()
