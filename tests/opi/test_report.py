@@ -1,3 +1,6 @@
+import base64
+import re
+
 import pandas as pd
 import pytest
 
@@ -53,9 +56,8 @@ def test_verdicts_separate_a_real_gap_from_noise(runs):
     assert sorted(verdict[["kNN | extractive | local-clf", "A-Two | extractive | local-clf"]]) == [
         "best", "not distinguishable"]
     headline = report.headline()
-    runner_up = report.overall["configuration"].iloc[1]
-    assert "Not distinguishable" in headline and runner_up in headline.split("Not distinguishable")[1]
-    assert "EDI" not in headline.split("Not distinguishable")[1]
+    runner_up = report.labels[report.overall["configuration"].iloc[1]]
+    assert f"Not distinguishable from it: {runner_up}; lower: EDI." in headline
     strengths = report.strengths.set_index("relation")
     for relation in RELATIONS:  # the best per relation is the arg-max of that relation's row
         row = report.relation_tables["opi_1"].loc[relation]
@@ -71,9 +73,14 @@ def test_write_produces_the_report_files(runs, tmp_path):
             "heatmap.png", "bars.png", "report.md", "report.html"} <= names
     assert (tmp_path / "heatmap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     html = (tmp_path / "report.html").read_text()
-    assert "<table" in html and 'src="bars.png"' in html and "A-Two | extractive | local-clf" in html
-    assert "Combinations (the paper's Table 4)" in (tmp_path / "report.md").read_text()
-    assert pd.read_csv(tmp_path / "overall.csv")["configuration"].tolist() == report.overall["configuration"].tolist()
+    for name in ("bars.png", "heatmap.png"):  # embedded: the page renders alone, as MLflow's artifact viewer serves it
+        assert f'src="data:image/png;base64,{base64.b64encode((tmp_path / name).read_bytes()).decode()}"' in html
+    assert 'src="bars.png"' not in html and "<table" in html and ">A-Two<" in html
+    markdown = (tmp_path / "report.md").read_text()
+    assert "Combinations (the paper's Table 4)" in markdown and "![Metrics with intervals](bars.png)" in markdown
+    overall = pd.read_csv(tmp_path / "overall.csv")
+    assert overall["configuration"].tolist() == report.overall["configuration"].tolist()  # the names given
+    assert overall.set_index("configuration")["short_name"]["A-Two | extractive | local-clf"] == "A-Two"
 
 
 def test_names_and_kinds_come_from_fields_not_from_run_names(runs):
@@ -119,7 +126,21 @@ def test_bounds_are_reference_points_and_every_configuration_is_placed_between_t
     flipped = swept[0].predictions
     assert overall.loc["Random | x | y", "lrcr_question_only"] == pytest.approx(
         (flipped["relation"] == flipped["predicted_relation_question_only"]).mean())
-    assert "Bounds: Random | x | y" in report.headline() and "of the gap between them" in report.headline()
+    best = report.best
+    name = report.labels
+    assert (f"Bounds: {name['Random | x | y']} {low:.3f}, {name['Oracle | x | y']} {high:.3f}; "
+            f"{name[best['configuration']]} closes "
+            f"{best['gap_closed']:.0%} [{best['gap_closed_ci_low']:.0%}, {best['gap_closed_ci_high']:.0%}] of the gap."
+            in report.headline())
+    sections = section_tables(report.markdown())
+    for title in ("Ranking", "Strengths and weaknesses: best configuration per relation",
+                  "Single retrievers (the paper's Table 2)", "Combinations (the paper's Table 4)",
+                  "OPI-1 per relation", "Answer quality ranking (the paper's Table 3)"):
+        assert "Random" not in sections[title] and "Oracle" not in sections[title], title
+    assert "| Random · x · y | lower bound |" in sections["Bounds"]
+    assert "| Oracle · x · y | upper bound |" in sections["Bounds"]
+    assert not set(report.strengths["best"]) & {"Random | x | y", "Oracle | x | y"}
+    assert not set(report.strengths["runner_up"]) & {"Random | x | y", "Oracle | x | y"}
 
 
 def test_the_report_tables_by_hand():
@@ -146,13 +167,14 @@ def test_the_report_tables_by_hand():
     assert list(report.answer_quality["configuration"]) == ["Y", "X"]  # by BERTSim: 0.6 > 0.55
 
 
-def test_the_headline_says_the_retrieval_scope(runs):
+def test_the_report_says_the_retrieval_scope(runs):
     import dataclasses
 
     for scope, said in [("article", "Retrieval: within each example's own article (the paper's setting)."),
                         ("corpus", "Retrieval: across one index of every article of the dataset")]:
         report = build_report(configurations(runs), RELATIONS, dataclasses.replace(FAST, scope=scope))
-        assert said in report.headline()
+        assert said in report.markdown() and said not in report.headline()  # a note, not the verdict
+        assert f"retrieval: {'own article' if scope == 'article' else 'whole corpus'}" in report.markdown()
 
 
 def test_a_report_without_relations_writes_no_empty_table(tmp_path):
@@ -212,25 +234,27 @@ def test_the_retrieval_table_tests_against_the_best_and_flags_the_oracle(retriev
     assert s_two["note"] == "unordered: recall only" and pd.isna(s_two["ndcg_verdict"])
     best = table.index[table["ndcg_verdict"] == "best"][0]
     runner_up = ({"kNN | x | y", "A-Two | x | y"} - {best}).pop()
-    headline = report.headline()
-    sentence = headline.split(" Retrieval against the gold evidence")[1]
-    assert f"best **{best}**" in sentence
-    assert "significantly different from it: EDI | x | y;" in sentence
-    assert f"not distinguishable: {runner_up};" in sentence
-    assert "not compared: Oracle | x | y (perfect by construction), S-Two | x | y (unordered: recall only)." in sentence
-    markdown = report.markdown()
-    assert "## Retrieval against gold evidence" in markdown and "perfect by construction" in markdown
-    assert "nDCG@5" in markdown and "recall@10" in markdown
+    line = next(line for line in report.verdict() if line.startswith("Retrieval"))
+    value = table.loc[best, ["ndcg_at_5", "ndcg_at_5_ci_low", "ndcg_at_5_ci_high"]].tolist()
+    interval = f"{value[0]:.3f} [{value[1]:.3f}, {value[2]:.3f}]"
+    assert line == (f"Retrieval by nDCG@5: best {best.split(' | ')[0]}, {interval}."
+                    f" Not distinguishable from it: {runner_up.split(' | ')[0]}; lower: EDI.")
+    shown = section_tables(report.markdown())["Retrieval against gold evidence"]
+    oracle_row = next(row for row in shown.splitlines() if row.startswith("| Oracle |"))
+    assert oracle_row.endswith("| perfect by construction |") and "0." not in oracle_row  # no number contradicts it
+    assert "| S-Two |" in shown and "unordered: recall only" in shown
+    assert "nDCG@5" in shown and "recall@10" in shown
 
 
 def test_retrieval_is_written_only_where_the_runs_have_it(runs, retrieval_runs, tmp_path):
     plain = build_report(configurations(runs, KINDS), RELATIONS, FAST)
-    assert plain.retrieval.empty and "Retrieval against" not in plain.headline() + plain.markdown()
+    assert plain.retrieval.empty and "Retrieval against" not in plain.markdown()
     plain.write(tmp_path / "plain")
     assert not (tmp_path / "plain" / "retrieval.csv").exists()
     build_report(retrieval_runs, RELATIONS, FAST).write(tmp_path / "with")
     assert "Oracle | x | y" in pd.read_csv(tmp_path / "with" / "retrieval.csv")["configuration"].tolist()
     assert "Retrieval against gold evidence" in (tmp_path / "with" / "report.html").read_text()
+    assert "Retrieval by" not in plain.headline()
 
 
 def test_calibrated_lrcr_is_shown_beside_the_raw_and_ranks_its_section(runs, tmp_path):
@@ -243,8 +267,153 @@ def test_calibrated_lrcr_is_shown_beside_the_raw_and_ranks_its_section(runs, tmp
     raw = report.overall.set_index("configuration")["opi_1"]
     assert raw[names[0]] > raw[names[2]]
     assert list(table["configuration"]) == [names[2], names[0]]  # by calibrated OPI-1, not by raw
-    assert list(table["lrcr"]) == [report.overall.set_index("configuration").loc[n, "lrcr"] for n in table["configuration"]]
+    raw_lrcr = report.overall.set_index("configuration")["lrcr"]
+    assert list(table["lrcr"]) == [raw_lrcr[n] for n in table["configuration"]]
     assert "calibrated by people's labels" in report.markdown()
     assert (tmp_path / "calibrated.csv") in report.write(tmp_path)
     assert build_report(configurations(runs), RELATIONS).calibrated.empty  # none imported: no section
     assert "calibrated by people" not in build_report(configurations(runs), RELATIONS).markdown()
+
+
+def section_tables(markdown: str) -> dict[str, str]:
+    """Each ``## title`` of a Markdown report and the table lines under it."""
+    sections = {}
+    for part in markdown.split("\n## ")[1:]:
+        title, _, body = part.partition("\n")
+        sections[title] = "\n".join(line for line in body.splitlines() if line.startswith("|"))
+    return sections
+
+
+def unescaped_pipes(line: str) -> int:
+    return len(re.findall(r"(?<!\\)\|", line))
+
+
+def assert_tables_keep_their_columns(markdown: str) -> int:
+    """Every row of every Markdown table has as many unescaped ``|`` as its header (MLflow's preview then keeps
+    each number under its header); returns how many tables were checked."""
+    tables = [[line for line in block.splitlines() if line.startswith("|")] for block in markdown.split("\n\n")]
+    checked = 0
+    for lines in (t for t in tables if t):
+        header = unescaped_pipes(lines[0])
+        assert all(unescaped_pipes(line) == header for line in lines), lines
+        checked += 1
+    return checked
+
+
+@pytest.fixture(scope="module")
+def grid_report():
+    from tests.opi.report.sweep import RELATIONS, grid
+
+    return build_report(grid(), RELATIONS, ReportSettings(ReportConfig(resamples=300, permutations=499),
+                                                           gold_source="classifier", scope="article"))
+
+
+def test_the_verdict_of_the_readme_grid_is_a_few_short_lines(grid_report):
+    verdict = grid_report.verdict()
+    words = len(" ".join(verdict).split())
+    assert words <= 80, (words, verdict)
+    best = grid_report.best
+    assert verdict[0].startswith(f"Best by OPI-1: **{best['configuration'].split(' | ')[0]}**, "
+                                 f"{best['opi_1']:.3f} [{best['opi_1_ci_low']:.3f}, {best['opi_1_ci_high']:.3f}].")
+    assert [line.split(":")[0] for line in verdict[1:]] == ["BERTSim", "LRCR", "Bounds", "Retrieval by nDCG@4"]
+    assert "extractive" not in " ".join(verdict) and "|" not in " ".join(verdict)
+
+
+def test_the_header_says_the_shared_parts_once_and_the_unit_with_its_clusters(grid_report):
+    markdown = grid_report.markdown()
+    shared = "reader: extractive · classifier: local-clf · retrieval: own article"
+    assert f"13 configurations and 2 bounds · {shared}\n" in markdown
+    assert "Inference by article: 52 articles, 416 questions" in markdown
+    assert markdown.count("extractive") == 1 and "Warning" not in markdown
+
+
+def test_few_articles_get_a_one_line_warning_and_unit_example_is_said():
+    from tests.opi.report.sweep import RELATIONS, grid
+
+    few = grid(articles=6, per_article=20, full_names=False)[:3]
+    report = build_report(few, RELATIONS, FAST)
+    assert "Inference by article: 6 articles, 120 questions" in report.markdown()
+    assert ("**Warning**: only 6 articles: intervals and tests by article mean little with fewer than 10."
+            in report.markdown())
+    by_example = build_report(few, RELATIONS, ReportSettings(ReportConfig(resamples=400, permutations=999,
+                                                                          unit="example")))
+    assert "Inference by question: 120 questions, each its own unit" in by_example.markdown()
+    assert "Warning" not in by_example.markdown()
+
+
+def test_every_statistic_is_by_the_reports_unit():
+    """Each p-value and interval of the report equals opi.metrics.stats' own at the report's unit (and the units
+    give different numbers on clustered data)."""
+    from opi.metrics import stats
+    from tests.opi.report.sweep import RELATIONS, grid
+
+    swept = grid(articles=12, per_article=8, full_names=False)
+    reports = {unit: build_report(swept, RELATIONS, ReportSettings(ReportConfig(resamples=200, permutations=199,
+                                                                                unit=unit)))
+               for unit in ("article", "example")}
+    rows = {c.name: c.predictions for c in swept}
+    for unit, report in reports.items():
+        s = report.settings.config
+        overall = report.overall.set_index("configuration")
+        best, other = report.best["configuration"], "EDI"
+        assert overall.loc[other, "p_vs_best"] == stats.compare(rows[best], rows[other], "opi", 1.0, s.alpha,
+                                                                s.permutations, 0, unit).p_value
+        closed = stats.gap_closed(rows[other], rows["Random"], rows["Oracle"], "opi", 1.0, s.confidence, s.resamples,
+                                  0, unit)
+        assert overall.loc[other, ["gap_closed_ci_low", "gap_closed_ci_high"]].tolist() == [closed.low, closed.high]
+        retrieval = report.retrieval.set_index("configuration")
+        ranked_best = retrieval.index[retrieval["ndcg_verdict"] == "best"][0]
+        assert retrieval.loc[other, "mrr_p_value"] == stats.compare_column(
+            rows[ranked_best], rows[other], "mrr", s.alpha, s.permutations, 0, unit).p_value
+        strongest = report.strengths.iloc[0]
+        of = [rows[c][rows[c]["relation"] == strongest["relation"]]
+              for c in (strongest["best"], strongest["runner_up"])]
+        assert strongest["p_value"] == stats.compare(*of, "opi", 1.0, s.alpha, s.permutations, 0, unit).p_value
+    by_article, by_example = (r.overall.set_index("configuration") for r in reports.values())
+    assert (by_article["opi_1_ci_high"] - by_article["opi_1_ci_low"]).mean() > (
+        by_example["opi_1_ci_high"] - by_example["opi_1_ci_low"]).mean()  # clusters: wider intervals
+
+
+def test_markdown_tables_keep_every_number_under_its_header(tmp_path):
+    """A relation label and a configuration name holding '|': escaped, so no row gains a column."""
+    runs = {"kNN | extractive | local-clf": predictions(0.7, 0.6, seed=1),
+            "a|b": predictions(0.5, 0.4, seed=2)}
+    for frame in runs.values():
+        frame["relation"] = frame["relation"].replace("fuzzy", "fuzzy|vague")
+    report = build_report(configurations(runs), ["direct_matching", "deductive", "fuzzy|vague"], FAST)
+    markdown = report.markdown()
+    assert "fuzzy\\|vague" in markdown and assert_tables_keep_their_columns(markdown) == 7
+    assert assert_tables_keep_their_columns(report.summary_markdown()) == 1
+
+
+def test_the_readme_grids_tables_keep_their_columns_and_show_no_nan(grid_report, tmp_path):
+    grid_report.write(tmp_path)
+    markdown, html = (tmp_path / "report.md").read_text(), (tmp_path / "report.html").read_text()
+    assert assert_tables_keep_their_columns(markdown) >= 10
+    for text in (markdown, html, grid_report.summary_markdown()):
+        assert not re.search(r"\bnan\b|<NA>", text, re.IGNORECASE)
+    ranking = section_tables(markdown)["Ranking"].splitlines()
+    assert ranking[0] == "| # | configuration | OPI-1 | BERTSim | LRCR | p (adj.) | vs best | gap closed |"
+    assert ranking[2].startswith(f"| 1 | {grid_report.labels[grid_report.best['configuration']]} | ")
+    assert "| — | best |" in ranking[2]  # the best has no p against itself
+
+
+def test_the_summary_is_the_verdict_and_the_ranking_with_intervals(grid_report):
+    summary = grid_report.summary_markdown()
+    verdict = grid_report.verdict()
+    assert verdict[0] in summary and all(f"- {line}" in summary for line in verdict[1:])
+    table = [line for line in summary.splitlines() if line.startswith("|")]
+    assert table[0] == "| # | configuration | OPI-1 | p (adj.) | vs best | gap closed |"
+    assert len(table) == 2 + 13 and re.search(r"\| \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\] \|", table[2])
+    assert "Inference by article: 52 articles, 416 questions" in summary
+
+
+def test_names_the_caller_gives_are_kept_with_its_fixed_parts():
+    import dataclasses
+
+    from tests.opi.report.sweep import RELATIONS, grid
+
+    given = grid(articles=12, full_names=False)[:3]
+    report = build_report(given, RELATIONS, dataclasses.replace(FAST, fixed=(("reader", "gpt-4o"), ("data", "mine"))))
+    assert report.labels == {"DPS": "DPS", "kNN": "kNN", "BM25": "BM25"}
+    assert "3 configurations · reader: gpt-4o · data: mine" in report.markdown()
