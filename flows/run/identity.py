@@ -1,7 +1,7 @@
 """What a configuration is, and what its results depend on, as plain data.
 
-- ``describe``: its identity (display name, kind, setup, members) as fields, never parsed from a name: MLflow tags
-  and report fields.
+- ``describe``: its identity (retrieval, reader, classifier, kind, setup, members) as fields, never parsed from a
+  name: MLflow tags and report fields.
 - ``effective_settings``: the settings a configuration's results depend on, for MLflow params and the
   configuration's cache key: the combination's members' settings, not the unused ``retriever`` node, and the other
   way round.
@@ -24,12 +24,24 @@ class Identity:
     setup: str  # kNN, A-Four, ...
     kind: str  # single | A- | S-
     members: tuple[str, ...]  # the retrievers it runs (display names)
-    name: str  # the run name: setup | reader | classifier
+    retrieval: str  # setup, and its reranker: kNN, kNN > cross-encoder
+    reader: str  # llm.name
+    classifier: str | None  # None: the run has no gold relations (relations.gold=none)
     bound: str | None = None  # lower (random) or upper (oracle): a reference point, not a contender
+
+    @property
+    def name(self) -> str:
+        """The full description: retrieval | reader | classifier."""
+        return " | ".join([self.retrieval, self.reader, *([self.classifier] if self.classifier else [])])
 
     def tags(self) -> dict[str, str]:
         return {"opi.setup": self.setup, "opi.kind": self.kind, "opi.members": ",".join(self.members),
                 **({"opi.bound": self.bound} if self.bound else {})}
+
+    def description_tags(self) -> dict[str, str]:
+        """Its parts and full description, for a run whose name is short (``opi.naming``)."""
+        return {"opi.retrieval": self.retrieval, "opi.reader": self.reader, "opi.description": self.name,
+                **({"opi.classifier": self.classifier} if self.classifier else {})}
 
 
 def describe(config: OPIConfig) -> Identity:
@@ -38,8 +50,8 @@ def describe(config: OPIConfig) -> Identity:
     setup = members[0] if config.single else config.combination.name
     bound = getattr(config.retriever, "bound", None) if config.single else None
     retrieval = setup if isinstance(config.rerank, NoReranker) else f"{setup} > {config.rerank.name}"
-    return Identity(setup, config.combination.kind, members, " | ".join([retrieval, config.llm.name,
-                                                                         *classifier_names(config)]), bound)
+    return Identity(setup, config.combination.kind, members, retrieval, config.llm.name,
+                    next(iter(classifier_names(config)), None), bound)
 
 
 def own_embedding(config: OPIConfig, component: Any) -> EmbeddingConfig:

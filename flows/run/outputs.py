@@ -1,5 +1,6 @@
-"""Where a configuration's results go: its predictions and per-relation table in Hydra's output folder (written
-whole or not at all) and, with tracking on, its MLflow run."""
+"""Where a configuration's results go: its predictions, per-relation table and metrics in Hydra's output folder
+(written whole or not at all) and, with tracking on, its MLflow run: named by its retrieval (a sweep's parent
+renames its children by what varies in the sweep, ``flows.tracking.sweep_report``), described by its tags."""
 from __future__ import annotations
 
 import logging
@@ -9,9 +10,9 @@ from typing import Callable
 
 from hydra.core.hydra_config import HydraConfig
 
-from flows.run.identity import classifier_names, component_embeddings, describe, effective_settings
+from flows.run.identity import component_embeddings, describe, effective_settings
 from flows.run.redaction import scrub_files
-from flows.tracking.runs import log_run
+from flows.tracking.runs import METRICS_FILE, log_run, metrics_json
 from flows.tracking.traces import TraceContext, TraceCount, write_traces
 from opi.llm.prompts import load_prompt
 from opi.schemas import OPIConfig
@@ -54,18 +55,20 @@ def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
 
 
 def record(config: OPIConfig, result: dict) -> None:
-    """The configuration's predictions and table in the Hydra output folder, and its MLflow run."""
+    """The configuration's predictions, table and metrics in the Hydra output folder, and its MLflow run."""
     output = Path(HydraConfig.get().runtime.output_dir)
     write_atomically(output / "predictions.parquet", lambda path: result["predictions"].to_parquet(path, index=False))
+    write_atomically(output / METRICS_FILE, lambda path: path.write_text(metrics_json(result["metrics"])))
     tables = {"predictions.parquet": result["predictions"]}
     if not result["per_relation"].empty:  # no gold relations: no per-relation table, no empty file
         tables["per_relation.csv"] = result["per_relation"]
         write_atomically(output / "per_relation.csv", lambda path: result["per_relation"].to_csv(path, index=False))
     if config.tracking.enabled:
         identity = describe(config)
-        run_id = log_run(config.tracking, identity.name, effective_settings(config), result["metrics"], tables,
+        run_id = log_run(config.tracking, identity.retrieval, effective_settings(config), result["metrics"], tables,
                          {"opi.role": "configuration", "gold_relation_source": config.relations.gold,
-                          **identity.tags(), **prompt_tags(config), **embedding_tags(config)},
+                          **identity.tags(), **identity.description_tags(), **prompt_tags(config),
+                          **embedding_tags(config)},
                          traces=trace_writer(config, result))
         log.info("MLflow run %s", run_id)
 
@@ -75,7 +78,8 @@ def trace_writer(config: OPIConfig, result: dict) -> Callable[[str, str], TraceC
     rows = result["predictions"]
     if config.tracking.traced == 0 or rows.empty:
         return None
-    identity, classifier = describe(config), (classifier_names(config) or [None])[0]
+    identity = describe(config)
+    classifier = identity.classifier
     asks_llm = classifier is not None and not getattr(config.classifier, "trains", False) \
         and not getattr(config.classifier, "registered", None)
     classifier_source = (("LLM_JUDGE", getattr(config.classifier, "model", None) or config.llm.model or "llm")
@@ -85,7 +89,7 @@ def trace_writer(config: OPIConfig, result: dict) -> Callable[[str, str], TraceC
 
     def write(experiment_id: str, run_id: str) -> TraceCount:
         context = TraceContext(
-            experiment_id, run_id, identity.name, identity.name.split(" | ")[0], config.llm.name, classifier,
+            experiment_id, run_id, identity.name, identity.retrieval, identity.reader, classifier,
             classifier_source, ("HUMAN", "dataset labels") if config.relations.gold == "labels" else classifier_source,
             ("LLM_JUDGE", config.llm.model or config.llm.name), config.metrics.similarity.model, k,
             not result["metrics"].get("cache_misses"))

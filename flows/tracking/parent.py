@@ -1,6 +1,7 @@
 """The sweep's parent MLflow run, as a Hydra callback: opened when a multirun starts (after ``Preflight`` has
-checked it), every job a child of it, closed with the comparison table and the report when the multirun ends, or
-as KILLED when the process stops early. Only tracking: with ``tracking=none`` it does nothing."""
+checked it) with the sweep as its params, every job a child of it, closed with the comparison table, the report and
+the runs' descriptions when the multirun ends, or as KILLED when the process stops early. Only tracking: with
+``tracking=none`` it does nothing."""
 from __future__ import annotations
 
 import atexit
@@ -8,8 +9,11 @@ import logging
 import os
 from typing import Any
 
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from mlflow import MlflowClient
+from mlflow.entities import Param
 from omegaconf import DictConfig, OmegaConf
 
 from flows.run.progress import planned, ui_pointer
@@ -18,9 +22,34 @@ from flows.tracking.store import open_experiment
 from flows.tracking.sweep_report import log_sweep_report, log_sweep_summary
 from opi.report import ReportSettings
 from opi.schemas import ReportConfig, TrackingConfig
-from opi.secrets import redact_text
+from opi.secrets import is_secret_name, redact_text
 
 log = logging.getLogger("opi")
+
+
+def swept(config: DictConfig) -> dict[str, str]:
+    """Each swept setting and its values as the sweeper reads them (``hydra.sweeper.params``, then the command
+    line, whose value replaces a swept one): {"setup": "knn,bm25"}."""
+    values = {str(key): str(value) for key, value in (config.hydra.sweeper.get("params") or {}).items()}
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
+    except HydraException:  # the sweeper says what is wrong with it
+        return values
+    for override in parsed:
+        if override.is_sweep_override():
+            values[override.key_or_group] = override.input_line.split("=", 1)[1]
+        else:
+            values.pop(override.key_or_group, None)
+    return values
+
+
+def sweep_params(config: DictConfig, experiment: str, overrides: str) -> list[Param]:
+    """The sweep as the parent run's params: the experiment, the command line's overrides and each swept
+    setting's values (``sweep.setup``); the settings every configuration shares are added when it ends."""
+    params = {"experiment": experiment, "overrides": overrides,
+              **{f"sweep.{key}": redact_text(values) for key, values in swept(config).items()
+                 if not is_secret_name(key)}}
+    return [Param(key, value[:6000]) for key, value in params.items()]
 
 
 def close_if_open(tracking_uri: str, run_id: str) -> None:
@@ -41,6 +70,7 @@ class MultirunParentRun(Callback):
         run = client.create_run(experiment_id, run_name=f"{experiment} | {overrides}"[:200],
                                 tags={"opi.role": "sweep", **run_tags(tracking),
                                       **({"opi.planned_configurations": str(size)} if size else {})})
+        client.log_batch(run.info.run_id, params=sweep_params(config, experiment, overrides))
         os.environ[PARENT_ENV] = run.info.run_id
         # interrupted (Ctrl-C, an exception): the parent must not stay RUNNING; normal ends close it below first
         atexit.register(close_if_open, tracking.tracking_uri, run.info.run_id)

@@ -1,9 +1,13 @@
 """One run per configuration (nested under the sweep's parent run when there is one), its settings as params and
-``config.yaml``, its metrics and tables: never a secret (``opi.secrets``)."""
+``config.yaml``, its metrics and tables: never a secret (``opi.secrets``). Its headline metrics are MLflow metrics
+(``tracking.detail=full``: every one); all of them are in its ``metrics.json``."""
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -21,6 +25,31 @@ from opi.secrets import is_secret_name, redact_url, redact_values
 log = logging.getLogger("opi")
 
 PARENT_ENV = "OPI_PARENT_RUN_ID"  # set by the sweep's parent run for its jobs (and the processes they start)
+METRICS_FILE = "metrics.json"
+HEADLINE_CUT = 4  # the retrieval cut-off logged at top level (the report's: 4, or the cut-off nearest it)
+CUT_OFF = re.compile(r"(?:recall_at|ndcg_at)_(\d+)(?:_ci_low|_ci_high)?")  # opi.metrics.retrieval's per-k series
+
+
+def cut_off(name: str) -> int | None:
+    """The k of a per-k retrieval metric (``ndcg_at_4_ci_low`` -> 4); None for any other metric."""
+    found = CUT_OFF.fullmatch(name)
+    return int(found.group(1)) if found else None
+
+
+def logged_metrics(metrics: dict[str, float], detail: str) -> dict[str, float]:
+    """What a run logs as MLflow metrics: every one (``full``), or the headline: no per-relation values
+    (``<metric>.<relation>``) and the per-k retrieval metrics at one cut-off, ``HEADLINE_CUT`` or the nearest."""
+    if detail == "full":
+        return dict(metrics)
+    cuts = {k for k in map(cut_off, metrics) if k is not None}
+    shown = min(cuts, key=lambda k: (abs(k - HEADLINE_CUT), k)) if cuts else None
+    return {name: value for name, value in metrics.items() if "." not in name and cut_off(name) in (None, shown)}
+
+
+def metrics_json(metrics: dict[str, float]) -> str:
+    """Every metric of a run, by name (a value that is not a finite number as null)."""
+    return json.dumps({name: float(value) if math.isfinite(float(value)) else None
+                       for name, value in sorted(metrics.items())}, indent=1)
 
 
 def flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -44,9 +73,10 @@ def run_tags(tracking: TrackingConfig) -> dict[str, str]:
 def log_run(tracking: TrackingConfig, run_name: str, settings: dict[str, Any], metrics: dict[str, float],
             tables: dict[str, Any], tags: dict[str, str],
             traces: Callable[[str, str], TraceCount] | None = None) -> str:
-    """Log one configuration's run; returns its id. ``settings``: its effective settings as plain data;
-    ``traces``: writes the run's per-example traces (experiment id, run id) after its metrics and artifacts, so a
-    process killed while writing them leaves the metrics whole; how many were written is logged too."""
+    """Log one configuration's run; returns its id. ``settings``: its effective settings as plain data; ``metrics``:
+    all of them (``metrics.json``), the MLflow metrics as ``tracking.detail`` says; ``traces``: writes the run's
+    per-example traces (experiment id, run id) after its metrics and artifacts, so a process killed while writing
+    them leaves the metrics whole; how many were written is logged too."""
     client, experiment_id = open_experiment(tracking)
     parent = os.environ.get(PARENT_ENV)
     all_tags = {**tags, **run_tags(tracking), **({"mlflow.parentRunId": parent} if parent else {})}
@@ -54,7 +84,8 @@ def log_run(tracking: TrackingConfig, run_name: str, settings: dict[str, Any], m
     try:
         now = int(time.time() * 1000)
         client.log_batch(run.info.run_id,
-                         metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()],
+                         metrics=[Metric(k, float(v), now, 0)
+                                  for k, v in logged_metrics(metrics, tracking.detail).items()],
                          params=[Param(k, str(v)[:6000]) for k, v in flatten(settings).items()])
         with tempfile.TemporaryDirectory() as folder:
             for name, frame in tables.items():
@@ -64,6 +95,7 @@ def log_run(tracking: TrackingConfig, run_name: str, settings: dict[str, Any], m
                 else:
                     frame.to_csv(path, index=False)
             (Path(folder) / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.create(redact_values(settings))))
+            (Path(folder) / METRICS_FILE).write_text(metrics_json(metrics))
             client.log_artifacts(run.info.run_id, folder)
         if traces is not None:
             count = traces(experiment_id, run.info.run_id)

@@ -1,22 +1,26 @@
-"""What a sweep's parent run gets when it ends (or from ``opi-report`` later): the comparison table and the report
-(``opi.report``) built from the children's predictions, logged under ``report/``."""
+"""What a sweep's parent run gets when it ends (or from ``opi-report`` later): its children named by what varies in
+the sweep, the settings they share as its params, the comparison table, the report (``opi.report``) built from the
+children's predictions under ``report/``, and the descriptions MLflow shows on the run pages (``notes``)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import tempfile
 from pathlib import Path
 
 import pandas as pd
 from mlflow import MlflowClient
+from mlflow.entities import Param
 
 from flows.orchestration import tasks
 from flows.orchestration.cache import cached, hashed
 from flows.orchestration.prefect_adapter import was_cached
+from flows.tracking.notes import NOTE, Placed, fixed_line, limited, placement_notes, ranking_table, shown_metric
 from flows.tracking.store import existing_store
 from flows.run.errors import CommandError
-from flows.tracking.sweeps import (child_predictions, children, configuration_names, find_sweep, sweep_incomplete,
-                                   sweep_settings, yardsticks)
+from flows.tracking.sweeps import (DESCRIPTION, child_predictions, children, description, display_names, find_sweep,
+                                   sweep_incomplete, sweep_settings, yardsticks)
 from opi.relations import load_relation_set
 from opi.report import CALIBRATED, Configuration, ReportSettings, SweepReport, build_report
 from opi.schemas import ReportConfig
@@ -25,31 +29,105 @@ from opi.yardstick import mixed
 log = logging.getLogger("opi")
 COLUMNS = ["bertsim", "lrcr", "lrcr_calibrated", "opi_1", "opi_1_calibrated", "opi_1_mean", "opi_2", "opi_0_5",
            "cache_hits", "seconds_total"]  # *_calibrated: after opi-label answers import
+REPORT_FILES = "The whole report: `report/report.html` and `report/report.md` (this run's Artifacts)."
+VIEW_TAG = "mlflow.sharedViewState."  # + key: a runs view MLflow's UI opens at ?viewStateShareKey=<key> ("Share")
 
 
-def comparison_table(runs: list, ranked: bool = True) -> pd.DataFrame:
-    """The children's headline metrics, best first (``ranked``), else in run order."""
-    names = configuration_names(runs)
-    table = pd.DataFrame([{"configuration": names[run.info.run_id], **{c: run.data.metrics.get(c) for c in COLUMNS
-                                                                       if c in run.data.metrics}} for run in runs])
+def comparison_table(runs: list, names: dict[str, str], ranked: bool = True) -> pd.DataFrame:
+    """The children's headline metrics by their short ``names`` (and full description), best first
+    (``ranked``), else in run order."""
+    table = pd.DataFrame([{"configuration": names[run.info.run_id], "description": description(run),
+                           **{c: run.data.metrics.get(c) for c in COLUMNS if c in run.data.metrics}} for run in runs])
     if table.empty or not ranked:
         return table
-    ranked_by = next(c for c in ("opi_1_calibrated", "opi_1", "bertsim") if c in table)  # people's labels first
-    return table.sort_values(ranked_by, ascending=False).reset_index(drop=True)
+    return table.sort_values(ranked_metric(table), ascending=False).reset_index(drop=True)
+
+
+def ranked_metric(table) -> str:
+    """What a sweep is ranked by: calibrated OPI-1 (people's labels) first, then OPI-1, then BERTSim."""
+    return next(c for c in ("opi_1_calibrated", "opi_1", "bertsim") if c in table)
 
 
 def yardstick_clash(runs: list, parent_run_id: str) -> str | None:
     return mixed(yardsticks(runs), f"the runs of sweep {parent_run_id}")
 
 
+def name_children(client: MlflowClient, runs: list) -> tuple[dict[str, str], dict[str, str]]:
+    """Each child renamed to its short name (run id -> name), its full description kept in ``opi.description``;
+    and the parts every child shares."""
+    names, fixed = display_names(runs)
+    for run in runs:
+        if DESCRIPTION not in run.data.tags:  # logged before the tag: its name was its description
+            client.set_tag(run.info.run_id, DESCRIPTION, run.info.run_name)
+        if run.info.run_name != names[run.info.run_id]:
+            client.update_run(run.info.run_id, name=names[run.info.run_id])
+    return names, fixed
+
+
+def log_shared_settings(client: MlflowClient, parent_run_id: str, runs: list) -> None:
+    """The settings every child shares, as the parent's params (those it does not have yet)."""
+    shared = {key: value for key, value in runs[0].data.params.items()
+              if all(run.data.params.get(key) == value for run in runs[1:])}
+    have = client.get_run(parent_run_id).data.params
+    new = [Param(key, value) for key, value in shared.items() if key not in have]
+    if new:
+        client.log_batch(parent_run_id, params=new)
+
+
+def ranking_of_runs(runs: list, names: dict[str, str], metric: str) -> list[Placed]:
+    """The children best first by ``metric``, each with the interval its run logged."""
+    found = sorted((run for run in runs if metric in run.data.metrics), key=lambda run: -run.data.metrics[metric])
+    return [Placed(run.info.run_id, names[run.info.run_id], run.data.metrics[metric],
+                   run.data.metrics.get(f"{metric}_ci_low"), run.data.metrics.get(f"{metric}_ci_high"),
+                   run.data.tags.get("opi.bound")) for run in found]
+
+
+def logged_intervals(runs: list) -> dict[str, dict[str, tuple]]:
+    """Run id -> metric -> (value, interval low, high) of the headline metrics each child logged."""
+    return {run.info.run_id: {m: (run.data.metrics[m], run.data.metrics.get(f"{m}_ci_low"),
+                                  run.data.metrics.get(f"{m}_ci_high"))
+                              for m in ("opi_1_calibrated", "opi_1", "bertsim", "lrcr") if m in run.data.metrics}
+            for run in runs}
+
+
+def describe_ranking(client: MlflowClient, parent_run_id: str, runs: list, names: dict[str, str],
+                     fixed: dict[str, str], metric: str) -> None:
+    """Before the report (or without one): each child's place and the parent's ranking table, from the values
+    and intervals the children logged."""
+    ranking = ranking_of_runs(runs, names, metric)
+    for run_id, line in placement_notes(ranking, metric).items():
+        client.set_tag(run_id, NOTE, line)
+    level = runs[0].data.params.get("report.confidence", "0.95")
+    text = (f"**{len(ranking)} configurations ranked by {shown_metric(metric)}** ({fixed_line(fixed)}); values with "
+            f"their {float(level):.0%} bootstrap intervals, not yet tested against each other: the sweep report "
+            f"does (`opi-report --sweep {parent_run_id}`).\n\n{ranking_table(ranking, logged_intervals(runs), metric)}")
+    client.set_tag(parent_run_id, NOTE, limited(text))
+
+
+def share_view(client: MlflowClient, parent_run_id: str, metric: str | None) -> None:
+    """The sweep's runs view, saved as MLflow's UI saves a shared view (key: the parent run id): its children, best
+    first by ``metric`` (None: not ranked), the headline columns, every child in the charts (not MLflow's first
+    10)."""
+    ranked = [metric, f"{metric}_ci_low", f"{metric}_ci_high"] if metric else []
+    others = () if metric == "bertsim" else ("opi_1", "bertsim", "lrcr")  # bertsim: no gold relations, no others
+    columns = [*ranked, *(m for m in others if m not in ranked)]
+    state = {"searchFilter": f"tags.mlflow.parentRunId = '{parent_run_id}'", "runsHiddenMode": "SHOW_ALL",
+             "selectedColumns": [f"metrics.`{c}`" for c in columns],
+             **({"orderByKey": f"metrics.`{metric}`", "orderByAsc": False} if metric else {})}
+    client.set_experiment_tag(client.get_run(parent_run_id).info.experiment_id, VIEW_TAG + parent_run_id,
+                              json.dumps(state))
+
+
 def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
-    """The comparison table on the parent run, ranked unless the runs measured BERTSim with different
-    yardsticks (then said once, and left in run order)."""
+    """The children named, the comparison table and the descriptions on the parent run, ranked unless the runs
+    measured BERTSim with different yardsticks (then said once, and left in run order)."""
     runs = children(client, parent_run_id)
-    clash = yardstick_clash(runs, parent_run_id)
-    table = comparison_table(runs, ranked=clash is None)
-    if table.empty:
+    if not runs:
         return
+    names, fixed = name_children(client, runs)
+    log_shared_settings(client, parent_run_id, runs)
+    clash = yardstick_clash(runs, parent_run_id)
+    table = comparison_table(runs, names, ranked=clash is None)
     with tempfile.TemporaryDirectory() as folder:
         table.to_csv(Path(folder) / "comparison.csv", index=False)
         (Path(folder) / "comparison.txt").write_text(table.to_string(index=False, float_format="%.4f"))
@@ -58,43 +136,53 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
     shown = [c for c in ("configuration", "bertsim", "lrcr", "opi_1") if c in table]
     if clash:
         client.set_tag(parent_run_id, "opi.ranked_by", "none: different yardsticks")
+        client.set_tag(parent_run_id, NOTE, limited(f"**Not ranked**: {clash}"))
+        share_view(client, parent_run_id, None)
         log.warning("%s\nsweep of %d configurations, not ranked:\n%s", clash, len(table),
                     table[shown].to_string(index=False, float_format="%.4f"))
         return
-    ranked_by = next(c for c in ("opi_1_calibrated", "opi_1", "bertsim") if c in table)
+    ranked_by = ranked_metric(table)
     client.set_tag(parent_run_id, "opi.ranked_by", ranked_by)
+    describe_ranking(client, parent_run_id, runs, names, fixed, ranked_by)
+    share_view(client, parent_run_id, ranked_by)
     shown += ["lrcr_calibrated", "opi_1_calibrated"] if ranked_by == "opi_1_calibrated" else []
-    log.info("sweep of %d configurations, ranked by %s:\n%s", len(table),
-             {"opi_1_calibrated": "calibrated OPI-1", "opi_1": "OPI-1"}.get(ranked_by, "BERTSim"),
-             table[shown].to_string(index=False, float_format="%.4f"))
+    log.info("sweep of %d configurations (%s), ranked by %s:\n%s", len(table), fixed_line(fixed),
+             shown_metric(ranked_by), table[shown].to_string(index=False, float_format="%.4f"))
 
 
-def sweep_configurations(client: MlflowClient, parent_run_id: str, settings: ReportSettings
-                         ) -> tuple[list[Configuration], list[str], ReportSettings]:
-    """The children as the report reads them, the sweep's label set, and the settings completed from the runs
-    (where gold relations came from; why the sweep is incomplete, if it is)."""
-    every = children(client, parent_run_id)
+def sweep_configurations(client: MlflowClient, parent_run_id: str, settings: ReportSettings,
+                         runs: list | None = None) -> tuple[list[Configuration], list[str], ReportSettings]:
+    """The children (``runs``, if already found) as the report reads them, by their short names, the sweep's label
+    set, and the settings completed from the runs (the parts they share, where gold relations came from; why the
+    sweep is incomplete, if it is)."""
+    every = children(client, parent_run_id) if runs is None else runs
     clash = yardstick_clash(every, parent_run_id)  # before any download
     if clash:
         raise CommandError(clash)
-    runs = child_predictions(client, parent_run_id, every)
-    if not runs:
+    found = child_predictions(client, parent_run_id, every)
+    if not found:
         return [], [], settings
-    first_child = next(iter(runs.values()))[0]
+    names, fixed = display_names(every)  # over every child: the names its runs show
+    first_child = next(iter(found.values()))[0]
     relations = load_relation_set(first_child.data.params.get("relations.set", "paper13")).labels
+    settings = dataclasses.replace(settings, fixed=tuple(fixed.items()))
     if settings.gold_source is None:
         settings = dataclasses.replace(settings, gold_source=first_child.data.tags.get("gold_relation_source"))
     if settings.scope is None:
         settings = dataclasses.replace(settings, scope=first_child.data.params.get("retrieval.scope", "article"))
-    incomplete = sweep_incomplete(client.get_run(parent_run_id), len(runs))
+    incomplete = sweep_incomplete(client.get_run(parent_run_id), len(found))
     if incomplete:
         log.warning("sweep %s: %s", parent_run_id, incomplete)
         settings = dataclasses.replace(settings, incomplete=incomplete)
-    return ([Configuration(name, run.data.tags.get("opi.kind", "single"), run.data.tags.get("opi.setup", name),
-                           frame, run.data.tags.get("opi.bound"),
-                           tuple(sorted((k, v) for k, v in run.data.metrics.items() if k in CALIBRATED)))
-             for name, (run, frame) in runs.items()],
-            relations, settings)
+    return [configuration(run, names[run.info.run_id], frame) for run, frame in found.values()], relations, settings
+
+
+def configuration(run, name: str, predictions: pd.DataFrame) -> Configuration:
+    """A child as the report reads it: its short name, its identity tags, its predictions and calibrated values."""
+    tags = run.data.tags
+    return Configuration(name, tags.get("opi.kind", "single"), tags.get("opi.setup", name), predictions,
+                         tags.get("opi.bound"),
+                         tuple(sorted((k, v) for k, v in run.data.metrics.items() if k in CALIBRATED)))
 
 
 def built_report(configurations: list[Configuration], relations: list[str], settings: ReportSettings,
@@ -109,10 +197,29 @@ def built_report(configurations: list[Configuration], relations: list[str], sett
     return state.result()
 
 
+def ranking_of_report(report: SweepReport, ids: dict[str, str]) -> list[Placed]:
+    """The report's ranking (``overall``, best first) with its intervals and verdicts; ``ids``: name -> run id."""
+    key = report.rank_by
+    return [Placed(ids[row["configuration"]], row["configuration"], row[key], row.get(f"{key}_ci_low"),
+                   row.get(f"{key}_ci_high"), row.get("bound") if isinstance(row.get("bound"), str) else None,
+                   row.get("verdict"), row.get("p_adjusted"))
+            for row in report.overall.to_dict("records")]
+
+
+def describe_report(client: MlflowClient, parent_run_id: str, report: SweepReport, names: dict[str, str]) -> None:
+    """The report's verdict and ranking table as the parent's description; each child's place and verdict."""
+    ids = {name: run_id for run_id, name in names.items()}
+    for run_id, line in placement_notes(ranking_of_report(report, ids), report.rank_by).items():
+        client.set_tag(run_id, NOTE, line)
+    client.set_tag(parent_run_id, NOTE, limited(f"{report.summary_markdown()}\n\n{REPORT_FILES}"))
+
+
 def log_sweep_report(client: MlflowClient, parent_run_id: str, settings: ReportSettings, out: Path | None = None,
                      cache_dir: str | None = None) -> SweepReport | None:
-    """Build the report from the children's predictions, log it under ``report/`` (and copy it to ``out``)."""
-    configurations, relations, settings = sweep_configurations(client, parent_run_id, settings)
+    """Build the report from the children's predictions, log it under ``report/`` (and copy it to ``out``), its
+    verdict and ranking the runs' descriptions."""
+    runs = children(client, parent_run_id)
+    configurations, relations, settings = sweep_configurations(client, parent_run_id, settings, runs)
     if not configurations:
         log.warning("sweep %s: no child run has predictions, no report", parent_run_id)
         return None
@@ -123,19 +230,33 @@ def log_sweep_report(client: MlflowClient, parent_run_id: str, settings: ReportS
         if out is not None:
             report.write(out)
     client.log_metric(parent_run_id, f"best_{report.rank_by}", float(report.best[report.rank_by]))
-    client.log_metric(parent_run_id, "distinguishable_from_best", float((report.overall["verdict"] == "lower").sum()))
+    names, _ = name_children(client, runs)
+    describe_report(client, parent_run_id, report, names)
     log.info("%s", report.headline().replace("**", ""))
     return report
+
+
+def where_written(client: MlflowClient, parent_run_id: str, out: Path | None) -> str:
+    """Where ``opi-report`` wrote: the parent run, its report's artifact address, and the local copy if any."""
+    run = client.get_run(parent_run_id)
+    artifacts = f"{run.info.artifact_uri.rstrip('/')}/report"
+    local = f"; copied to {Path(out).resolve()}" if out is not None else ""
+    return (f"report logged to the sweep's parent run {parent_run_id} (experiment {run.info.experiment_id}) at "
+            f"{artifacts} (report.html, report.md, tables and plots; in the MLflow UI: the run's Artifacts, "
+            f"report/){local}")
 
 
 def report_of_sweep(tracking_uri: str, experiment: str, sweep: str | None, out: Path | None, config: ReportConfig,
                     beta: float | None, seed: int | None) -> SweepReport | None:
     """``opi-report``: the report of a finished sweep (the latest, or ``sweep``) at its own β and seed unless
-    given, logged to its parent run."""
-    client = existing_store(tracking_uri)  # read-only: a store that is not there is not created
+    given, logged to its parent run; says where it wrote."""
+    client = existing_store(tracking_uri)  # a store that is not there is not created
     parent = find_sweep(client, experiment, sweep)
     ran_with = sweep_settings(client, parent)
     beta = beta if beta is not None else float(ran_with.get("metrics.beta", 1.0))
     seed = seed if seed is not None else int(ran_with.get("seed", 0))
     log.info("report of sweep %s at β = %g, seed %d", parent, beta, seed)
-    return log_sweep_report(client, parent, ReportSettings(config, beta, seed), out)
+    report = log_sweep_report(client, parent, ReportSettings(config, beta, seed), out)
+    if report is not None:
+        log.info("%s", where_written(client, parent, out))
+    return report

@@ -1,5 +1,6 @@
-"""Finished sweeps in the MLflow store: a sweep's parent run and its children, their predictions, and what a sweep
-planned against what it has."""
+"""Finished sweeps in the MLflow store: a sweep's parent run and its children, their names (the stable full ones
+other sweeps are matched by, and the short ones people read), their predictions, and what a sweep planned against
+what it has."""
 from __future__ import annotations
 
 import logging
@@ -11,9 +12,11 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from flows.run.errors import CommandError
+from opi.naming import Described, short_names
 from opi.yardstick import MODEL_TAG, TAG
 
 log = logging.getLogger("opi")
+DESCRIPTION = "opi.description"  # a configuration run's full description: kNN | extractive | local-clf
 
 
 def yardsticks(runs: list) -> dict[str, dict[str, str]]:
@@ -23,12 +26,19 @@ def yardsticks(runs: list) -> dict[str, dict[str, str]]:
             for run in runs}
 
 
+def description(run) -> str:
+    """A configuration run's full description (``kNN | extractive | local-clf``): its ``opi.description`` tag; a
+    run logged before that tag was named by it."""
+    return run.data.tags.get(DESCRIPTION) or run.info.run_name
+
+
 def configuration_names(runs: list) -> dict[str, str]:
-    """Run id -> a name that tells the configurations of a sweep apart: the run's name, and where runs share it
-    (a sweep over a setting the name does not show: -m retriever.k=2,4,8), the settings in which they differ."""
+    """Run id -> a stable name that tells the configurations of a sweep apart, what other sweeps (a nightly's
+    baseline) are matched by: the run's full description, and where runs share it (a sweep over a setting the
+    description does not show: -m retriever.k=2,4,8), the settings in which they differ."""
     groups: dict[str, list] = {}
     for run in runs:
-        groups.setdefault(run.info.run_name, []).append(run)
+        groups.setdefault(description(run), []).append(run)
     names = {}
     for name, group in groups.items():
         differing = sorted(key for key in set().union(*(run.data.params for run in group))
@@ -42,6 +52,24 @@ def configuration_names(runs: list) -> dict[str, str]:
             else:  # the same configuration twice
                 names[run.info.run_id] = f"{name} [run {run.info.run_id[:8]}]"
     return names
+
+
+def described(run) -> Described:
+    """A configuration run's parts (its ``opi.retrieval`` / ``opi.reader`` / ``opi.classifier`` tags; a run logged
+    before them: the parts of its description) and its params."""
+    tags = run.data.tags
+    if "opi.retrieval" in tags:
+        return Described(tags["opi.retrieval"], tags.get("opi.reader", ""), tags.get("opi.classifier"),
+                         dict(run.data.params))
+    retrieval, reader, classifier = (description(run).split(" | ") + ["", ""])[:3]
+    return Described(retrieval, reader, classifier or None, dict(run.data.params))
+
+
+def display_names(runs: list) -> tuple[dict[str, str], dict[str, str]]:
+    """Run id -> the short name people read (``opi.naming.short_names``: "kNN", "kNN k=2"), and the parts every
+    run shares ({"reader": "extractive", ...}), said once."""
+    names, fixed = short_names([described(run) for run in runs])
+    return {run.info.run_id: name for run, name in zip(runs, names)}, fixed
 
 
 def children(client: MlflowClient, parent: str) -> list:

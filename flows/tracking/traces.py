@@ -4,17 +4,23 @@ reader span and a classifier span, and the example's assessments (the gold answe
 expectations; BERTSim, relation correctness, the retrieval and answer scores as feedback). Built from the result's
 rows and ``opi.trace_records`` only, so a configuration read whole from the cache gets its traces too.
 
-Public MLflow APIs only, and nothing lost on a local SQLite store: assessments are logged while the example's
-trace is active (they are written with it); a run's few traces are written synchronously, more through MLflow's
-asynchronous writer with one worker on SQLite (more only contend for its one writer; 4 on a server), its queue
-flushed every ``BATCH`` traces (a full queue drops traces); then the run's traces are counted in the store and
-any example missing is written again. What still fails is counted (``traces_failed``) and said in one line; it
-never fails the run."""
+Every span of a trace starts and ends at one instant: OPI runs each stage for all examples at once, so no
+per-example time is measured, and a duration would be made up (the time MLflow took to store the spans); the
+root's ``opi.timing`` says so, and the run's ``seconds_<stage>`` metrics are the stages' real times.
+
+Public MLflow APIs only, and nothing lost on a local SQLite store: spans are created with their times
+(``mlflow.start_span_no_context``), the assessments logged once the trace is in the store (a trace whose
+assessments could not be written is deleted and written again); a run's few traces are written synchronously,
+more through MLflow's asynchronous writer with one worker on SQLite (more only contend for its one writer; 4 on a
+server), its queue flushed every ``BATCH`` traces (a full queue drops traces); then the run's traces are counted
+in the store and any example missing is written again. What still fails is counted (``traces_failed``) and said in
+one line; it never fails the run."""
 from __future__ import annotations
 
 import logging
 import math
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -86,55 +92,74 @@ def present(value: Any) -> bool:
     return value is not None and value is not pd.NA and not (isinstance(value, float) and math.isnan(value))
 
 
-def _write_one(context: TraceContext, row: pd.Series, record: dict[str, Any]) -> None:
-    import mlflow
-    from mlflow.entities import AssessmentSource, Document, SpanType
-    from mlflow.entities.trace_location import MlflowExperimentLocation
+TIMING = ("not measured per example: OPI runs each stage for all examples at once (the run's seconds_<stage> "
+          "metrics are the stages' times), so this trace's spans have no duration")
 
-    code = AssessmentSource("CODE", "opi")
-    answer = row["generated_answer"] if present(row["generated_answer"]) else None
-    with mlflow.start_span("opi-example", span_type=SpanType.CHAIN, run_id=context.run_id,
-                           trace_destination=MlflowExperimentLocation(context.experiment_id)) as root:
-        root.set_inputs({"question": row["question"]})
-        root.set_attributes({EXAMPLE_TAG: row["id"], "opi.configuration": context.configuration})
-        with mlflow.start_span(context.retrieval, span_type=SpanType.RETRIEVER) as span:
-            span.set_inputs({"query": row["question"]})
-            span.set_outputs([Document(page_content=d["text"], id=str(d["chunk_id"]),
-                                       metadata={k: d[k] for k in ("chunk_id", "article_id", "score", "rank",
-                                                                   "retriever")}).to_dict()
-                              for d in record["documents"]])
-            span.set_attributes({"opi.sentences": record["sentences"]})  # the complete sentences handed on
-        call = record["reader"]
-        with mlflow.start_span(context.reader, span_type=SpanType.CHAT_MODEL if call else "READER") as span:
-            span.set_inputs({"question": row["question"], "sentences": record["sentences"],
-                             **({"prompt": call["prompt"]} if call else {})})
-            span.set_outputs(answer)
-            if call:
-                span.set_attributes({"opi.cached": call["cached"], "mlflow.chat.tokenUsage": {
-                    "input_tokens": call["prompt_tokens"], "output_tokens": call["completion_tokens"],
-                    "total_tokens": call["prompt_tokens"] + call["completion_tokens"]}})
-            else:
-                span.set_attributes({"opi.reader": "not an LLM: the retrieved sentences closest to the question"
-                                     if context.reader == "extractive" else context.reader,
-                                     "opi.cached": context.result_from_cache})
-        if context.classifier is not None and present(row["predicted_relation"]):
-            with mlflow.start_span(context.classifier, span_type="CLASSIFIER") as span:
-                span.set_inputs({"question": row["question"], "answer": answer})
-                span.set_outputs({"relation": row["predicted_relation"]})
-                if record["classifier_reply"] is not None:
-                    span.set_attributes({"opi.raw_reply": record["classifier_reply"]})
-        root.set_outputs({"answer": answer})
-        mlflow.update_current_trace(tags={EXAMPLE_TAG: str(row["id"]), "opi.configuration": context.configuration})
-        trace_id = root.trace_id
-        data = AssessmentSource("HUMAN", "dataset")
-        mlflow.log_expectation(trace_id=trace_id, name="expected_response", value=row["answer"], source=data)
-        if present(row["relation"]):
-            mlflow.log_expectation(trace_id=trace_id, name="gold_relation", value=row["relation"],
-                                   source=AssessmentSource(*context.gold_source))
-        if record["evidence"]:
-            mlflow.log_expectation(trace_id=trace_id, name="gold_evidence", value=record["evidence"], source=data)
-        for name, value, rationale, source in feedback(context, row, code):
-            mlflow.log_feedback(trace_id=trace_id, name=name, value=value, rationale=rationale, source=source)
+
+def _span(parent, name: str, span_type: str, when: int, inputs: Any, outputs: Any, attributes: dict) -> None:
+    """A child span of ``parent`` at the instant ``when``: it starts and ends there (no duration)."""
+    import mlflow
+
+    span = mlflow.start_span_no_context(name, span_type=span_type, parent_span=parent, inputs=inputs,
+                                        attributes=attributes, start_time_ns=when)
+    span.end(outputs=outputs, end_time_ns=when)
+
+
+def _write_spans(context: TraceContext, row: pd.Series, record: dict[str, Any]) -> str:
+    """The example's trace (its spans, all at one instant: no per-example time is measured), written when its root
+    ends; returns its id."""
+    import mlflow
+    from mlflow.entities import Document, SpanType
+    from mlflow.tracing.constant import TraceMetadataKey
+
+    when, answer = time.time_ns(), row["generated_answer"] if present(row["generated_answer"]) else None
+    root = mlflow.start_span_no_context(
+        "opi-example", span_type=SpanType.CHAIN, inputs={"question": row["question"]},
+        attributes={EXAMPLE_TAG: row["id"], "opi.configuration": context.configuration, "opi.timing": TIMING},
+        tags={EXAMPLE_TAG: str(row["id"]), "opi.configuration": context.configuration},
+        metadata={TraceMetadataKey.SOURCE_RUN: context.run_id}, experiment_id=context.experiment_id,
+        start_time_ns=when)
+    documents = [Document(page_content=d["text"], id=str(d["chunk_id"]), metadata={
+        k: d[k] for k in ("chunk_id", "article_id", "score", "rank", "retriever")}).to_dict()
+        for d in record["documents"]]
+    _span(root, context.retrieval, SpanType.RETRIEVER, when, {"query": row["question"]}, documents,
+          {"opi.sentences": record["sentences"]})  # the complete sentences handed on
+    call = record["reader"]
+    inputs = {"question": row["question"], "sentences": record["sentences"],
+              **({"prompt": call["prompt"]} if call else {})}
+    _span(root, context.reader, SpanType.CHAT_MODEL if call else "READER", when, inputs, answer,
+          reader_attributes(context, call))
+    if context.classifier is not None and present(row["predicted_relation"]):
+        _span(root, context.classifier, "CLASSIFIER", when, {"question": row["question"], "answer": answer},
+              {"relation": row["predicted_relation"]},
+              {"opi.raw_reply": record["classifier_reply"]} if record["classifier_reply"] is not None else {})
+    root.end(outputs={"answer": answer}, end_time_ns=when)
+    return root.trace_id
+
+
+def reader_attributes(context: TraceContext, call: dict | None) -> dict[str, Any]:
+    if call:
+        return {"opi.cached": call["cached"], "mlflow.chat.tokenUsage": {
+            "input_tokens": call["prompt_tokens"], "output_tokens": call["completion_tokens"],
+            "total_tokens": call["prompt_tokens"] + call["completion_tokens"]}}
+    return {"opi.reader": "not an LLM: the retrieved sentences closest to the question"
+            if context.reader == "extractive" else context.reader, "opi.cached": context.result_from_cache}
+
+
+def _write_assessments(context: TraceContext, row: pd.Series, record: dict[str, Any], trace_id: str) -> None:
+    """The example's expectations and feedback on its trace, once the trace is in the store."""
+    import mlflow
+    from mlflow.entities import AssessmentSource
+
+    data = AssessmentSource("HUMAN", "dataset")
+    mlflow.log_expectation(trace_id=trace_id, name="expected_response", value=row["answer"], source=data)
+    if present(row["relation"]):
+        mlflow.log_expectation(trace_id=trace_id, name="gold_relation", value=row["relation"],
+                               source=AssessmentSource(*context.gold_source))
+    if record["evidence"]:
+        mlflow.log_expectation(trace_id=trace_id, name="gold_evidence", value=record["evidence"], source=data)
+    for name, value, rationale, source in feedback(context, row, AssessmentSource("CODE", "opi")):
+        mlflow.log_feedback(trace_id=trace_id, name=name, value=value, rationale=rationale, source=source)
 
 
 def feedback(context: TraceContext, row: pd.Series, code) -> list[tuple[str, Any, str | None, Any]]:
@@ -146,11 +171,11 @@ def feedback(context: TraceContext, row: pd.Series, code) -> list[tuple[str, Any
         scores.append(("bertsim", round(float(row["similarity"]), 6),
                        f"cosine of the gold and the generated answer's embeddings by {context.yardstick}", code))
     if present(row["relation"]) and present(row["predicted_relation"]):
-        scores.append(("relation_correct", bool(row["predicted_relation"] == row["relation"]),
+        scores.append(("relation_correct", int(row["predicted_relation"] == row["relation"]),  # 1/0: averaged
                        f"{context.classifier} named '{row['predicted_relation']}', the gold relation is "
                        f"'{row['relation']}'", AssessmentSource(*context.classifier_source)))
     if present(row["answer_found"]):
-        scores.append(("answer_found", bool(row["answer_found"]),
+        scores.append(("answer_found", int(bool(row["answer_found"])),
                        "the gold answer's words are in the sentences handed on", code))
     at_k = [f"recall_at_{context.k}", f"ndcg_at_{context.k}"] if context.k else []
     for column in ["evidence_recall", *at_k, "mrr"]:
@@ -186,20 +211,34 @@ def traced_examples(tracking_uri: str, experiment_id: str, run_id: str) -> set[s
     return set(traces_by_example(MlflowClient(tracking_uri), experiment_id, run_id))
 
 
+def write_batch(client, context: TraceContext, by_id: pd.DataFrame, records: dict[str, dict],
+                batch: Sequence[str]) -> None:
+    """The batch's traces, then, once they are in the store, their assessments; a trace whose assessments could
+    not be written is deleted, so it counts as missing and is written again whole."""
+    import mlflow
+
+    written = {i: _write_spans(context, by_id.loc[i], records[i]) for i in batch}
+    mlflow.flush_trace_async_logging()
+    for example_id, trace_id in written.items():
+        try:
+            _write_assessments(context, by_id.loc[example_id], records[example_id], trace_id)
+        except Exception as err:  # its trace was dropped (a full queue), or the store refused one
+            log.debug("assessments of %s not written (%s); its trace is written again", example_id, err)
+            client.delete_traces(context.experiment_id, trace_ids=[trace_id])
+
+
 def write_traces(tracking_uri: str, context: TraceContext, rows: pd.DataFrame, records: dict[str, dict],
                  ids: Sequence[str]) -> TraceCount:
     """One trace per example of ``ids``, checked in the store and written again where missing; never raises."""
-    import mlflow
+    from mlflow import MlflowClient
 
-    ids = list(dict.fromkeys(ids))
+    ids, client = list(dict.fromkeys(ids)), MlflowClient(tracking_uri)
     pending, by_id = list(ids), rows.set_index("id", drop=False)
     try:
         configure(tracking_uri, asynchronous=len(ids) > BATCH)
         for _ in range(ATTEMPTS):
             for start in range(0, len(pending), BATCH):
-                for example_id in pending[start:start + BATCH]:
-                    _write_one(context, by_id.loc[example_id], records[example_id])
-                mlflow.flush_trace_async_logging()
+                write_batch(client, context, by_id, records, pending[start:start + BATCH])
             found = traced_examples(tracking_uri, context.experiment_id, context.run_id)
             pending = [i for i in ids if i not in found]
             if not pending:

@@ -5,7 +5,8 @@ import mlflow
 import pytest
 
 from flows.run.errors import CommandError
-from flows.tracking.sweeps import configuration_names, find_sweep, sweep_incomplete
+from flows.tracking.sweeps import configuration_names, described, display_names, find_sweep, sweep_incomplete
+from opi.naming import Described
 
 
 def parent(status: str, planned: str | None):
@@ -30,8 +31,17 @@ def test_a_store_without_the_experiment_or_a_sweep_is_one_line(tmp_path):
         find_sweep(client, "opi", None)
 
 
-def fake_run(run_id: str, name: str, **params: str):
-    return SimpleNamespace(info=SimpleNamespace(run_id=run_id, run_name=name), data=SimpleNamespace(params=params))
+def fake_run(run_id: str, name: str, tags: dict | None = None, **params: str):
+    return SimpleNamespace(info=SimpleNamespace(run_id=run_id, run_name=name),
+                           data=SimpleNamespace(params=params, tags=tags or {}))
+
+
+def short_run(run_id: str, name: str, retrieval: str, reader: str, classifier: str | None, **params: str):
+    """A run as OPI logs it now: a short name, its parts and full description in tags."""
+    tags = {"opi.retrieval": retrieval, "opi.reader": reader,
+            "opi.description": " | ".join([retrieval, reader, *([classifier] if classifier else [])]),
+            **({"opi.classifier": classifier} if classifier else {})}
+    return fake_run(run_id, name, tags, **params)
 
 
 def test_configurations_that_share_a_name_are_told_apart_by_the_settings_they_differ_in():
@@ -41,3 +51,28 @@ def test_configurations_that_share_a_name_are_told_apart_by_the_settings_they_di
             fake_run("c1", "DPS | x"), fake_run("c2", "DPS | x")]
     assert configuration_names(runs) == {"a1": "kNN | x [retriever.k=2]", "a2": "kNN | x [retriever.k=8]",
                                          "b1": "BM25 | x", "c1": "DPS | x [run c1]", "c2": "DPS | x [run c2]"}
+
+
+def test_the_stable_names_come_from_the_description_whatever_the_run_is_called():
+    """The nightly gate matches configurations by these: a run renamed to its short name keeps its full one."""
+    before = [fake_run("a1", "kNN | extractive | local-clf", **{"retriever.k": "2"}),
+              fake_run("a2", "kNN | extractive | local-clf", **{"retriever.k": "8"}),
+              fake_run("b1", "BM25 | extractive | local-clf", **{"retriever.k": "4"})]
+    now = [short_run("a1", "kNN k=2", "kNN", "extractive", "local-clf", **{"retriever.k": "2"}),
+           short_run("a2", "kNN k=8", "kNN", "extractive", "local-clf", **{"retriever.k": "8"}),
+           short_run("b1", "BM25", "BM25", "extractive", "local-clf", **{"retriever.k": "4"})]
+    assert configuration_names(now) == configuration_names(before) == {
+        "a1": "kNN | extractive | local-clf [retriever.k=2]", "a2": "kNN | extractive | local-clf [retriever.k=8]",
+        "b1": "BM25 | extractive | local-clf"}
+
+
+def test_display_names_say_what_varies_and_the_shared_parts_once():
+    now = [short_run("a1", "kNN", "kNN", "extractive", "local-clf", **{"retriever.k": "2"}),
+           short_run("a2", "kNN", "kNN", "extractive", "local-clf", **{"retriever.k": "8"}),
+           short_run("b1", "BM25", "BM25", "gpt-4o", "local-clf", **{"retriever.k": "4"})]
+    names, fixed = display_names(now)
+    assert names == {"a1": "kNN · extractive k=2", "a2": "kNN · extractive k=8", "b1": "BM25 · gpt-4o"}
+    assert fixed == {"classifier": "local-clf"}
+    legacy = [fake_run("a1", "kNN | extractive"), fake_run("b1", "A-Four | extractive")]  # before the tags
+    assert described(legacy[0]) == Described("kNN", "extractive", None, {})
+    assert display_names(legacy) == ({"a1": "kNN", "b1": "A-Four"}, {"reader": "extractive"})
