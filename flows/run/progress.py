@@ -64,6 +64,8 @@ def ui_pointer(tracking_uri: str, experiment_id: str, parent: str, size: int, me
            + quote(f"tags.mlflow.parentRunId = '{parent}'"))
     opening = f"open the MLflow UI with: {command}\nthen " if command else ""
     traces = f"{base}/#/experiments/{experiment_id}/evaluation-runs?workflowType=genai"
+    view = f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey={parent}"
     return (f"{opening}{url}\n(the sweep's parent run, in MLflow's 'Model training' view: its + shows the {size} "
-            f"configurations, Columns adds metrics such as {metric})\nper-example traces: {traces}\n(GenAI view, "
+            f"configurations, Columns adds metrics such as {metric})\nevery configuration charted, best first: "
+            f"{view}\nper-example traces: {traces}\n(GenAI view, "
             "'Evaluation runs': a configuration's Traces tab, 'compare to' another on the same questions)")

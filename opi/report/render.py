@@ -148,13 +148,15 @@ def markdown(report: SweepReport) -> str:
 
 
 def summary_markdown(report: SweepReport) -> str:
-    """The header, the verdict and the ranking table with intervals: the parent run's description."""
+    """The verdict, the header and the ranking table with intervals: the parent run's description (MLflow shows
+    its first lines until "Show more": the verdict first)."""
     from opi.report.sections import ranking
 
     _, caption, table = ranking(report, compact=True)
     lines = verdict(report)
-    parts = [part for line in header(report) for part in (line, "")]
-    parts += [lines[0], "", *[f"- {line}" for line in lines[1:]], "", tables.markdown_table(table), "", caption]
+    parts = [lines[0], "", *[f"- {line}" for line in lines[1:]], ""]
+    parts += [part for line in header(report) for part in (line, "")]
+    parts += [tables.markdown_table(table), "", caption]
     return "\n".join(parts)
 
 

@@ -157,6 +157,7 @@ def test_a_run_without_relations_is_named_and_logged_without_a_classifier(tmp_pa
     assert "BM25 | extractive: BERTSim" in output
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     (run,) = client.search_runs([client.get_experiment_by_name("opi").experiment_id])
-    assert run.info.run_name == "BM25 | extractive"
-    assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"config.yaml", "predictions.parquet"}
+    assert run.info.run_name == "BM25" and run.data.tags["opi.description"] == "BM25 | extractive"
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"config.yaml", "predictions.parquet",
+                                                                         "metrics.json"}
     assert "dataset.split_per_relation" not in run.data.params and "classifier._target_" in run.data.params

@@ -1,4 +1,5 @@
 """The smoke sweep end to end: Hydra multirun -> Prefect flows (cached tasks) -> MLflow parent + child runs."""
+import json
 import os
 
 import mlflow
@@ -23,7 +24,8 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
     children = runs[runs["tags.opi.role"] == "configuration"]
     assert len(parents) == 1 and len(children) == 2
     assert set(children["tags.mlflow.parentRunId"]) == {parents["run_id"].iloc[0]}
-    assert set(children["tags.mlflow.runName"]) == {"kNN | extractive | local-clf", "BM25 | extractive | local-clf"}
+    assert set(children["tags.mlflow.runName"]) == {"kNN", "BM25"}  # named by what varies in the sweep
+    assert set(children["tags.opi.description"]) == {"kNN | extractive | local-clf", "BM25 | extractive | local-clf"}
     labels = load_relation_set().labels
     for _, child in children.iterrows():
         folder = mlflow.artifacts.download_artifacts(run_id=child["run_id"], dst_path=str(tmp_path / child["run_id"]))
@@ -32,8 +34,10 @@ def test_smoke_sweep_logs_what_opi_metrics_computes(tmp_path):
         expected, table = summary(predictions, labels)
         for name in ["bertsim", "lrcr", "opi_1", "opi_2", "opi_0_5", "opi_1_mean"]:
             assert child[f"metrics.{name}"] == pytest.approx(expected[name]), name
+        logged = json.loads(open(os.path.join(folder, "metrics.json")).read())  # per relation: not MLflow metrics
         for record in table.to_dict("records"):
-            assert child[f"metrics.opi_1.{record['relation']}"] == pytest.approx(record["opi_1"])
+            assert logged[f"opi_1.{record['relation']}"] == pytest.approx(record["opi_1"])
+            assert f"metrics.opi_1.{record['relation']}" not in children.columns  # tracking.detail=headline
         assert child["metrics.opi"] == pytest.approx(expected["opi_1"])  # headline OPI at metrics.beta = 1
         assert 0 <= child["metrics.classifier_cv_accuracy"] <= 1
         assert child["params.retriever._target_"] in {"opi.retrievers.dense.KNNRetriever",
@@ -84,7 +88,7 @@ def test_dask_runner_gives_the_metrics_and_the_work_counts_of_the_default_runner
         log = run_cli("flows.cli.evaluate", tmp_path / runner, *job, f"orchestration={runner}")
         assert "kNN | extractive | local-clf: 0 of 7 stage results reused" in log  # cold: every stage ran here
     threads, dask = child_metrics(tmp_path / "threads"), child_metrics(tmp_path / "dask")
-    knn, a_two = "kNN | extractive | local-clf", "A-Two | extractive | local-clf"
+    knn, a_two = "kNN", "A-Two"
     assert set(dask) == set(threads) == {knn, a_two}
     for run in (knn, a_two):
         for name in ("bertsim", "lrcr", "opi_1", "opi_1_mean", "support_recall", "classifier_cv_accuracy",

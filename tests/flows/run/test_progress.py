@@ -30,7 +30,9 @@ def test_a_command_line_value_replacing_a_swept_one_is_counted_and_said():
 
 def test_the_ui_pointer_opens_the_parents_children_on_a_local_store():
     text = progress.ui_pointer("sqlite:///mlruns/mlflow.db", "7", "abc123", 13)
-    command, address, _, traces, _ = text.splitlines()
+    command, address, _, view, traces, _ = text.splitlines()
+    assert view == ("every configuration charted, best first: http://127.0.0.1:5000/#/experiments/7/runs?"
+                    "workflowType=machine_learning&viewStateShareKey=abc123")  # flows.tracking.sweep_report's view
     assert command == "open the MLflow UI with: mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db --port 5000"
     assert unquote(address) == ("then http://127.0.0.1:5000/#/experiments/7/runs?workflowType=machine_learning&"
                                 "searchFilter=tags.mlflow.parentRunId = 'abc123'")

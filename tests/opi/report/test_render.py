@@ -76,7 +76,8 @@ def test_the_summary_holds_the_verdict_and_the_compact_ranking():
     assert table[0] == "| # | configuration | OPI-1 | p (adj.) | vs best | gap closed |"
     assert table[2] == "| 1 | kNN | 0.400 [0.350, 0.450] | — | best | 60% [50%, 70%] |"
     assert len(table) == 5 and "Oracle" not in "\n".join(table)  # the contenders; the bounds are in the verdict
-    assert summary.startswith("3 configurations and 2 bounds · reader: extractive\n\nInference by article")
+    assert summary.startswith("Best by OPI-1: **kNN**")  # the verdict first: MLflow folds the rest
+    assert "3 configurations and 2 bounds · reader: extractive\n\nInference by article" in summary
 
 
 def test_a_sweep_where_nothing_is_distinguishable_says_so_in_few_words():
