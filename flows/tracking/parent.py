@@ -52,6 +52,14 @@ def sweep_params(config: DictConfig, experiment: str, overrides: str) -> list[Pa
     return [Param(key, value[:6000]) for key, value in params.items()]
 
 
+def parent_name(config: DictConfig, experiment: str) -> str:
+    """The parent run's name: the experiment and what the command line sweeps (``sweep: retriever.k=2,4,8``); the
+    whole command line is its ``overrides`` param."""
+    varied = [f"{key}={values}" for key, values in swept(config).items()
+              if not is_secret_name(key) and key not in (config.hydra.sweeper.get("params") or {})]
+    return redact_text(" ".join([f"{experiment}:" if varied else experiment, *varied]))[:120]
+
+
 def close_if_open(tracking_uri: str, run_id: str) -> None:
     client = MlflowClient(tracking_uri)
     if client.get_run(run_id).info.status == "RUNNING":
@@ -67,7 +75,7 @@ class MultirunParentRun(Callback):
         overrides = redact_text(" ".join(config.hydra.overrides.task)) or "defaults"
         experiment = config.hydra.runtime.choices.get("experiment") or "sweep"
         size = planned()
-        run = client.create_run(experiment_id, run_name=f"{experiment} | {overrides}"[:200],
+        run = client.create_run(experiment_id, run_name=parent_name(config, experiment),
                                 tags={"opi.role": "sweep", **run_tags(tracking),
                                       **({"opi.planned_configurations": str(size)} if size else {})})
         client.log_batch(run.info.run_id, params=sweep_params(config, experiment, overrides))
