@@ -33,6 +33,7 @@ from flows.tracking.sweep_report import log_sweep_summary
 from flows.tracking.sweeps import child_predictions, find_sweep
 from flows.tracking.traces import traces_by_example
 from opi.data import DataError
+from opi.sheets import read_sheet as read_csv_sheet
 from opi.metrics.calibration import DEFAULT_ICC, calibrated_lrcr, labels_for_width
 from opi.metrics.ppi import MIN_ICC_CLUSTERS, design_effect, intraclass_correlation, same_cluster_share
 from opi.metrics.stats import cluster_codes, design
@@ -104,14 +105,9 @@ def read_key(client, parent: str) -> pd.DataFrame:
 def read_sheet(path: Path, key: pd.DataFrame, labels: list[str], ask_gold: bool) -> pd.DataFrame:
     """The labelled rows of a filled sheet (item, relation[, gold_relation]), every row checked first; a DataError
     names the row and field. A row left blank is an answer not labelled."""
-    try:
-        sheet = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as err:
-        raise DataError(f"{path}: cannot read the sheet ({err})") from None
     needed = ["item", "relation", *(["gold_relation"] if ask_gold else [])]
-    for column in needed:
-        if column not in sheet:
-            raise DataError(f"{path}: missing column {column!r} (is this a sheet of opi-label answers export?)")
+    # the answer column too: it is what ties each row to this export
+    sheet = read_csv_sheet(path, [*needed, "generated_answer"], "opi-label answers export")
     exported = dict(zip(key["item"], key["generated_answer"]))
     seen: set[str] = set()
     for row_number, row in enumerate(sheet.to_dict("records"), start=2):  # row 1 is the header
@@ -122,7 +118,7 @@ def read_sheet(path: Path, key: pd.DataFrame, labels: list[str], ask_gold: bool)
         if item in seen:
             raise DataError(f"{where}, field 'item': {item!r} labelled twice")
         seen.add(item)
-        if "generated_answer" in row and row["generated_answer"] != exported[item]:
+        if row["generated_answer"] != exported[item]:
             raise DataError(f"{where}, field 'generated_answer': not the answer exported as {item!r}; this sheet "
                             "belongs to another export")
         for column in needed[1:]:

@@ -21,6 +21,7 @@ from flows.run.data import file_training, load_data
 from flows.tracking.registry import resolve_registered
 from opi.classify import TrainingSet
 from opi.data import DataError
+from opi.sheets import read_sheet as read_csv_sheet
 from opi.diagnostics import content_words
 from opi.relations import Triple
 from opi.schemas import OPIConfig
@@ -72,13 +73,7 @@ def write_definitions(sheet: Path, relation_set) -> Path:
 
 def read_sheet(path: Path, known: dict, labels: list[str]) -> pd.DataFrame:
     """The filled sheet, every row checked; a DataError names the first bad row and field."""
-    try:
-        sheet = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, pd.errors.ParserError) as err:
-        raise DataError(f"{path}: cannot read the sheet ({err})") from None
-    for column in ("id", "relation"):
-        if column not in sheet:
-            raise DataError(f"{path}: missing column {column!r}")
+    sheet = read_csv_sheet(path, ["id", "relation"], "opi-label export")
     seen: set[str] = set()
     for row_number, (example_id, relation) in enumerate(zip(sheet["id"], sheet["relation"]), start=2):
         where = f"{path}, row {row_number}"

@@ -12,6 +12,7 @@ from typing import Iterable, Mapping, Sequence
 import pandas as pd
 
 from opi.data import DataError
+from opi.sheets import read_sheet
 from opi.llm.prompts import load_prompt
 
 SCALE = (0, 3, 7)
@@ -49,12 +50,11 @@ def import_sheet(path: str | Path, known_ids: Iterable[str], answers: Mapping[st
     """Read a filled sheet back: every known id scored exactly once with 0, 3 or 7; anything else names its row.
     With ``answers`` (id -> the exported answer), each row's answer must be the one exported under its id, so a
     sheet from another export cannot be scored against this key."""
-    sheet = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for column in ("id", "score"):
-        if column not in sheet:
-            raise DataError(f"{path}: missing column {column!r}")
+    # with a key, the answer column too: it is what ties each row to this export
+    sheet = read_sheet(path, ["id", "score", *(["generated_answer"] if answers is not None else [])],
+                       "opi-annotate export")
     known = set(known_ids)
-    if answers is not None and "generated_answer" in sheet:
+    if answers is not None:
         for row_number, (sheet_id, answer) in enumerate(zip(sheet["id"], sheet["generated_answer"]), start=2):
             if sheet_id in answers and answers[sheet_id] != answer:
                 raise DataError(f"{path}, row {row_number}, field 'generated_answer': not the answer exported as "

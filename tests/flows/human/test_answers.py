@@ -119,9 +119,19 @@ def key_of(items: dict[str, str]) -> pd.DataFrame:
 ])
 def test_a_bad_row_is_named_before_anything_is_logged(tmp_path, rows, message):
     path = tmp_path / "sheet.csv"
-    pd.DataFrame(rows, columns=["item", "relation"]).to_csv(path, index=False)
+    answers = {"r1": "a", "r2": "b"}
+    sheet = pd.DataFrame(rows, columns=["item", "relation"])
+    sheet.assign(generated_answer=sheet["item"].map(answers).fillna("?")).to_csv(path, index=False)
     with pytest.raises(DataError, match=message):
-        read_sheet(path, key_of({"r1": "a", "r2": "b"}), LABELS, ask_gold=False)
+        read_sheet(path, key_of(answers), LABELS, ask_gold=False)
+
+
+def test_a_sheet_whose_answers_were_deleted_is_refused(tmp_path):
+    # another sweep's sheet with its generated_answer column deleted cannot be tied to this export
+    path = tmp_path / "sheet.csv"
+    pd.DataFrame({"item": ["r1"], "relation": ["causal"]}).to_csv(path, index=False)
+    with pytest.raises(DataError, match=r"missing column\(s\) \['generated_answer'\]"):
+        read_sheet(path, key_of({"r1": "a"}), LABELS, ask_gold=False)
 
 
 def test_blank_rows_are_not_labelled_and_an_answer_from_another_export_is_refused(tmp_path):
@@ -148,12 +158,12 @@ def test_the_readme_grid_calibrated_by_a_simulated_labeller(tmp_path):
 
 def test_where_gold_relations_are_machine_labels_the_sheet_needs_both_relations(tmp_path):
     path = tmp_path / "sheet.csv"
-    pd.DataFrame({"item": ["r1", "r2", "r3"], "relation": ["causal", "", "causal"],
+    pd.DataFrame({"item": ["r1", "r2", "r3"], "relation": ["causal", "", "causal"], "generated_answer": ["a", "b", "c"],
                   "gold_relation": ["deductive", "", ""]}).to_csv(path, index=False)
     with pytest.raises(DataError, match="row 4: label both 'relation' and 'gold_relation', or neither"):
         read_sheet(path, key_of({"r1": "a", "r2": "b", "r3": "c"}), LABELS, ask_gold=True)
-    pd.DataFrame({"item": ["r1"], "relation": ["causal"]}).to_csv(path, index=False)
-    with pytest.raises(DataError, match="missing column 'gold_relation'"):
+    pd.DataFrame({"item": ["r1"], "relation": ["causal"], "generated_answer": ["a"]}).to_csv(path, index=False)
+    with pytest.raises(DataError, match=r"missing column\(s\) \['gold_relation'\]"):
         read_sheet(path, key_of({"r1": "a"}), LABELS, ask_gold=True)
 
 

@@ -67,7 +67,7 @@ def test_scores_read_back_reach_every_configuration_that_gave_the_answer(tmp_pat
     (lambda s: s.assign(id=[s["id"][0], "a9", *s["id"][2:]]), r"row 3, field 'id': unknown id 'a9'"),
     (lambda s: s.iloc[:4], r"1 answer\(s\) not scored"),
     (lambda s: pd.concat([s, s.iloc[[0]]]), r"row 7: id 'a1' scored twice"),
-    (lambda s: s.drop(columns="score"), r"missing column 'score'"),
+    (lambda s: s.drop(columns="score"), r"missing column\(s\) \['score'\]"),
     (lambda s: s.assign(generated_answer=["G9", *s["generated_answer"][1:]]),
      r"row 2, field 'generated_answer': not the answer exported as 'a1'; this sheet belongs to another export"),
 ])

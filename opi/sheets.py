@@ -1,0 +1,33 @@
+"""Reading a sheet people filled (relation labels, answer labels, 0-3-7 scores): every way a file can fail to be a
+sheet is one ``DataError`` naming the file, before any row is read."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from opi.data import DataError
+
+
+def read_sheet(path: str | Path, columns: Sequence[str], made_by: str) -> pd.DataFrame:
+    """The csv at ``path`` as text cells (blank = ""), with ``columns`` present; ``made_by`` is the command whose
+    sheets these are, said when the file is not one."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if path.is_dir():
+        raise DataError(f"{path}: a folder, not a sheet; name the .csv file {made_by} wrote")
+    try:
+        sheet = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path}: the file is empty; it should be the filled copy of the sheet {made_by} wrote") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not text (not valid UTF-8); save the sheet as CSV (UTF-8)") from None
+    except (OSError, pd.errors.ParserError, ValueError) as err:
+        raise DataError(f"{path}: cannot be read as a CSV sheet ({type(err).__name__}: {str(err)[:160]})") from None
+    missing = [column for column in columns if column not in sheet]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {missing} (is this a sheet of {made_by}? it has "
+                        f"{list(sheet.columns)[:8]})")
+    return sheet

@@ -1,0 +1,34 @@
+import pytest
+
+from opi.data import DataError
+from opi.metrics.extrinsic import import_sheet
+from opi.sheets import read_sheet
+
+
+def test_a_filled_sheet_is_read_as_text_cells(tmp_path):
+    (tmp_path / "s.csv").write_text("id,relation\n1,deductive\n2,\n")
+    sheet = read_sheet(tmp_path / "s.csv", ["id", "relation"], "opi-label export")
+    assert sheet.to_dict("records") == [{"id": "1", "relation": "deductive"}, {"id": "2", "relation": ""}]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: None, "no such file"),
+    (lambda p: p.mkdir(), "a folder, not a sheet; name the .csv file opi-label export wrote"),
+    (lambda p: p.write_text(""), "the file is empty; it should be the filled copy of the sheet opi-label export wrote"),
+    (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x00" * 50), "not text (not valid UTF-8)"),
+    (lambda p: p.write_text("item,relation\nx,y\n"), "missing column(s) ['id'] (is this a sheet of opi-label export?"),
+])
+def test_whatever_is_not_a_sheet_is_one_line_naming_the_file(tmp_path, make, message):
+    path = tmp_path / "sheet.csv"
+    make(path)
+    with pytest.raises(DataError) as err:
+        read_sheet(path, ["id", "relation"], "opi-label export")
+    assert str(err.value).startswith(str(path)) and message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_score_sheet_without_its_answers_cannot_be_matched_to_the_export(tmp_path):
+    # another export's sheet with its generated_answer column deleted would be scored against this key
+    (tmp_path / "s.csv").write_text("id,score\na,7\n")
+    with pytest.raises(DataError, match=r"missing column\(s\) \['generated_answer'\]"):
+        import_sheet(tmp_path / "s.csv", ["a"], answers={"a": "Paris."})
+    assert import_sheet(tmp_path / "s.csv", ["a"])["score"].tolist() == [7]  # without a key: no answers to match
