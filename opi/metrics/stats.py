@@ -86,11 +86,9 @@ def strata(relations: np.ndarray) -> np.ndarray:
 
 def design(rows: pd.DataFrame, unit: str = "article") -> Design:
     """The design ``unit`` gives on ``rows``: the unit used, the numbers of clusters and examples, nesting."""
-    codes = cluster_codes(rows, unit)
     used = "article" if unit == "article" and CLUSTER in rows else "example"
-    relations = strata(rows["relation"].to_numpy()) if "relation" in rows else np.zeros(len(rows), int)
-    nested = bool((pd.Series(relations).groupby(codes).nunique() <= 1).all()) if len(rows) else True
-    return Design(used, int(len(np.unique(codes))), len(rows), nested)
+    data = ClusterSums({}, rows["relation"].to_numpy() if "relation" in rows else None, cluster_codes(rows, unit))
+    return Design(used, data.size, len(rows), data.nested)
 
 
 class ClusterSums:
