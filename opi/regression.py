@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from opi.data import DataError
-from opi.metrics.stats import UNITS, Scorer, compare, design
+from opi.metrics.stats import UNITS, Scorer, adjusted, compare, design
 
 GATED = ("opi_1", "bertsim", "lrcr")
 TEST_METRIC = {"opi_1": "opi", "bertsim": "bertsim", "lrcr": "lrcr"}
@@ -156,12 +156,10 @@ def value(rows: pd.DataFrame, metric: str) -> float:
 
 def _adjusted(table: pd.DataFrame, settings: GateSettings) -> pd.DataFrame:
     """Benjamini-Hochberg over every tested verdict, then each open verdict decided."""
-    from scipy.stats import false_discovery_control
-
     tested = table["p_value"].notna()
     table["p_adjusted"] = table["p_adjusted"].astype(object)
     if tested.any():
-        table.loc[tested, "p_adjusted"] = false_discovery_control(table.loc[tested, "p_value"].astype(float))
+        table.loc[tested, "p_adjusted"] = adjusted(table.loc[tested, "p_value"].astype(float).tolist())
     open_ = table["verdict"].isna()
     table.loc[open_, "verdict"] = [_verdict(change, p, settings) for change, p in
                                    zip(table.loc[open_, "change"], table.loc[open_, "p_adjusted"])]

@@ -272,6 +272,13 @@ def _score(totals: dict[str, tuple[np.ndarray, np.ndarray]], metric: str, beta: 
     return np.asarray(opi(b, l_, beta))
 
 
+def adjusted(p_values: Sequence[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (scipy's), in the given order: the report's and the nightly gate's."""
+    from scipy.stats import false_discovery_control
+
+    return [float(p) for p in false_discovery_control(list(p_values))] if len(p_values) else []
+
+
 def aligned(first: pd.DataFrame, *others: pd.DataFrame) -> list[pd.DataFrame]:
     """Configurations' rows in the first's order; configurations of different examples cannot be paired."""
     if any(set(other["id"]) != set(first["id"]) or len(other) != len(first) for other in others):

@@ -14,7 +14,7 @@ import pandas as pd
 
 from opi.metrics.configuration import RANK_METRIC, answered, configuration_metrics
 from opi.metrics.opi import beta_key
-from opi.metrics.stats import Design, compare, compare_column, design, gap_closed
+from opi.metrics.stats import Design, adjusted, compare, compare_column, design, gap_closed
 from opi.report.base import PERFECT, RECALL_ONLY, Configuration, ReportSettings
 
 SHOWN_MEANS = ["lrcr_question_only", "gap_closed", "gap_closed_ci_low", "gap_closed_ci_high",
@@ -23,13 +23,6 @@ SHOWN_MEANS = ["lrcr_question_only", "gap_closed", "gap_closed_ci_low", "gap_clo
 ANSWER_SCORES = {"bertsim": "similarity", "correctness": "correctness", "judge_mean": "judge_score"}
 CALIBRATED = ["lrcr_calibrated", "lrcr_calibrated_ci_low", "lrcr_calibrated_ci_high", "opi_1_calibrated",
               "opi_1_calibrated_ci_low", "opi_1_calibrated_ci_high", "labels_used", "classifier_accuracy_vs_people"]
-
-
-def adjusted(p_values: Sequence[float]) -> list[float]:
-    """Benjamini-Hochberg adjusted p-values (scipy's), in the given order."""
-    from scipy.stats import false_discovery_control
-
-    return [float(p) for p in false_discovery_control(list(p_values))] if len(p_values) else []
 
 
 def verdict(p_adjusted: float, difference: float, alpha: float) -> str:
