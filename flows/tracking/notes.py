@@ -4,13 +4,13 @@ child's: one line saying how it placed ("2nd of 15 by OPI-1: 0.285 [0.244, 0.324
 (A-Four)")."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import pandas as pd
 
 from opi.report import display
+from opi.report.tables import interval as with_interval, missing  # the report's cells: 0.285 [0.244, 0.324]
 
 NOTE = "mlflow.note.content"
 LONGEST = 8000  # MLflow's longest tag value
@@ -37,17 +37,6 @@ class Placed:
     p_adjusted: float | None = None
 
 
-def number(value: float | None) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-
-def with_interval(value: float, low: float | None, high: float | None) -> str:
-    """``0.285 [0.244, 0.324]``, or the value alone when it has no interval."""
-    if not (number(low) and number(high)):
-        return f"{value:.3f}"
-    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
-
-
 def ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
@@ -58,7 +47,7 @@ def against_best(placed: Placed, best: str | None) -> str:
         return ""
     if placed.verdict == "best":
         return "; the best"
-    p = f", adjusted p = {placed.p_adjusted:.3g}" if number(placed.p_adjusted) else ""
+    p = "" if missing(placed.p_adjusted) else f", adjusted p = {placed.p_adjusted:.3g}"
     if placed.verdict == "not distinguishable":
         return f"; not distinguishable from the best ({best}){p}"
     return f"; {placed.verdict} than the best ({best}){p}"
