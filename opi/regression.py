@@ -25,6 +25,7 @@ import pandas as pd
 
 from opi.data import DataError
 from opi.metrics.stats import UNITS, Scorer, adjusted, compare, design
+from opi.schemas import require_number
 
 GATED = ("opi_1", "bertsim", "lrcr")
 TEST_METRIC = {"opi_1": "opi", "bertsim": "bertsim", "lrcr": "lrcr"}
@@ -51,13 +52,11 @@ class GateSettings:
     seed: int = 0
 
     def __post_init__(self):
-        problems = [f"tolerance must be >= 0, got {self.tolerance}" if not self.tolerance >= 0 else None,
-                    f"alpha must be in (0, 1), got {self.alpha}" if not 0 < self.alpha < 1 else None,
-                    f"min_overlap must be in (0, 1], got {self.min_overlap}" if not 0 < self.min_overlap <= 1
-                    else None,
-                    f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}" if self.unit not in UNITS else None]
-        if any(problems):
-            raise ValueError(next(p for p in problems if p))
+        require_number("tolerance", self.tolerance, ge=0)  # the float settings' one range check (no NaN, no inf)
+        require_number("alpha", self.alpha, gt=0, lt=1)
+        require_number("min_overlap", self.min_overlap, gt=0, le=1)
+        if self.unit not in UNITS:
+            raise ValueError(f"unit must be one of {', '.join(UNITS)}, got {self.unit!r}")
 
 
 @dataclass(frozen=True)

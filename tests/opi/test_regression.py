@@ -166,8 +166,12 @@ def test_verdicts_markdown_shows_short_names_and_escapes_the_bar():
 
 
 def test_gate_settings_are_checked():
-    for wrong, message in [({"tolerance": -0.1}, "tolerance must be >= 0"), ({"alpha": 1.0}, "alpha must be in"),
-                           ({"min_overlap": 0}, "min_overlap must be in"), ({"unit": "relation"}, "unit must be")]:
+    for wrong, message in [({"tolerance": -0.1}, "tolerance must be a finite number >= 0"),
+                           ({"tolerance": float("inf")}, "tolerance must be a finite number >= 0, got inf"),
+                           ({"alpha": 1.0}, "alpha must be a finite number in"),
+                           ({"alpha": float("nan")}, "alpha must be a finite number in"),
+                           ({"min_overlap": 0}, "min_overlap must be a finite number in"),
+                           ({"unit": "relation"}, "unit must be")]:
         with pytest.raises(ValueError, match=message):
             GateSettings(**wrong)
 

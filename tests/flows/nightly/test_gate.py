@@ -109,10 +109,10 @@ def test_every_subcommand_describes_itself(tmp_path, command, described):
 
 def test_bad_gate_settings_stop_before_anything_runs(tmp_path):
     output = nightly_cli(tmp_path, "run", "--tolerance", "-0.01", "dataset.limit=2", expect=2)
-    assert output.strip().splitlines()[-1].endswith("opi-nightly: tolerance must be >= 0, got -0.01")
+    assert output.strip().splitlines()[-1].endswith("opi-nightly: tolerance must be a finite number >= 0, got -0.01")
     assert "Launching" not in output
     output = nightly_cli(tmp_path, "serve", "--min-overlap", "1.5", expect=2)
-    assert "opi-nightly: min_overlap must be in (0, 1], got 1.5" in output
+    assert "opi-nightly: min_overlap must be a finite number in (0, 1], got 1.5" in output
 
 
 def test_the_sweeps_output_is_passed_on_and_its_last_line_says_why_it_failed(tmp_path, capfd):
