@@ -73,7 +73,7 @@ def retrieve(config: OPIConfig, data: Data, articles: dict[str, Article], stages
         (member, depth, data.examples, articles, own_embedding(config, member), code_for(tasks.rank, member))
         for member in members])
     combination, ks, reranking = config.combination, [member.k for member in members], {}
-    names, label = list(identity.members), identity.name.split(" | ")[0]  # e.g. kNN, A-Four, kNN > cross-encoder
+    names, label = list(identity.members), identity.retrieval  # e.g. kNN, A-Four, kNN > cross-encoder
     if reranks(config.rerank):
         combination, rankings, ks, reranking = reranked_retrieval(config, data, articles, rankings, stages)
         names = names if len(rankings) == len(names) else [label]
