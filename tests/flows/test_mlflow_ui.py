@@ -109,18 +109,18 @@ def test_a_user_finds_the_sweep_from_the_front_page(paper_sweep, mlflow_server, 
         try:
             page = browser.new_page(viewport={"width": 1700, "height": 1100})
             page.goto(mlflow_server)  # the front page: MLflow 3 starts in its GenAI view
-            page.get_by_text("Model training", exact=True).first.click()
-            page.get_by_role("link", name="opi", exact=True).click()
+            click(page, page.get_by_text("Model training", exact=True).first)
+            click(page, page.get_by_role("link", name="opi", exact=True))
             parent_link = page.get_by_role("link", name=parent_name)
             expect(parent_link).to_be_visible(timeout=60_000)
             close_assistant = page.get_by_role("button", name="Close")
             if close_assistant.count():
                 close_assistant.first.click()
             cell = parent_link.locator("xpath=ancestor::div[@role='gridcell']")
-            cell.locator("button[data-component-id*='runnamecellrenderer']").click()  # expand the children
+            click(page, cell.locator("button[data-component-id*='runnamecellrenderer']"))  # expand the children
             for run in children:  # each named by what varies in the sweep: kNN, A-Four, ...
                 expect(page.get_by_role("link", name=run.info.run_name, exact=True)).to_be_visible()
-            page.locator("button", has_text=re.compile(r"^\s*Columns")).first.click()
+            click(page, page.locator("button", has_text=re.compile(r"^\s*Columns")).first)
             page.get_by_text("opi_1", exact=True).click()
             page.keyboard.press("Escape")
             header = page.get_by_role("columnheader", name="opi_1").first
@@ -142,6 +142,22 @@ def test_a_user_finds_the_sweep_from_the_front_page(paper_sweep, mlflow_server, 
     assert screenshot.stat().st_size > 10_000
     record_property("screenshot", str(screenshot))
     print(f"\nscreenshot of the MLflow UI: {screenshot}")
+
+
+def click(page, locator, attempts: int = 4) -> None:
+    """Click ``locator`` as a user would: a first-visit popover that covers the page when the click comes (it
+    appears at a moment that depends on the machine's speed) is dismissed, and the click tried again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(attempts):
+        try:
+            locator.click(timeout=15_000)
+            return
+        except PlaywrightTimeout:
+            if attempt == attempts - 1:
+                raise
+            dismiss_popovers(page)
+            page.keyboard.press("Escape")
 
 
 def dismiss_popovers(page, wait_ms: int = 0) -> None:
@@ -181,8 +197,8 @@ def test_a_user_finds_an_example_s_trace_and_compares_it_with_another_configurat
         try:
             page = browser.new_page(viewport={"width": 1700, "height": 1100})
             page.goto(mlflow_server)  # GenAI view
-            page.get_by_role("link", name="opi", exact=True).click()
-            page.get_by_text("Evaluation runs", exact=True).first.click()
+            click(page, page.get_by_role("link", name="opi", exact=True))
+            click(page, page.get_by_text("Evaluation runs", exact=True).first)
             dismiss_popovers(page)
             link = page.locator(f"a[href*='/runs/{knn.info.run_id}/']").first  # its row (the link opens a new tab)
             expect(link).to_be_attached(timeout=60_000)
@@ -195,7 +211,7 @@ def test_a_user_finds_an_example_s_trace_and_compares_it_with_another_configurat
             page.screenshot(path=str(artifacts / "mlflow_ui_traces_list.png"), full_page=True)
 
             trace = traces[0]
-            page.get_by_text(trace.info.trace_id, exact=True).click()
+            click(page, page.get_by_text(trace.info.trace_id, exact=True))
             drawer = page.get_by_role("dialog")  # the trace, over the run's page (also titled kNN)
             (retriever,) = [s for s in trace.data.spans if s.span_type == "RETRIEVER"]
             drawer.get_by_text(retriever.name, exact=True).first.click()  # the span list: kNN
@@ -212,7 +228,7 @@ def test_a_user_finds_an_example_s_trace_and_compares_it_with_another_configurat
 
             page.goto(f"{mlflow_server}/#/experiments/{experiment_id}/runs/{knn.info.run_id}/traces")
             dismiss_popovers(page)
-            page.get_by_text("baseline run").first.click()
+            click(page, page.get_by_text("baseline run").first)
             page.get_by_role("option", name=re.compile(re.escape(bm25.info.run_name))).first.click()
             question = trace.data.spans[0].inputs["question"]
             expect(page.get_by_text(question[:50]).first).to_be_visible(timeout=60_000)
@@ -299,9 +315,9 @@ def check_ranking(tables: list[list[list[str]]], overall: pd.DataFrame) -> None:
 def open_artifact(page, server: str, experiment_id: str, parent: str, name: str) -> None:
     """The parent run's Artifacts tab, the report folder, then ``name``, as a user clicks."""
     page.goto(f"{server}/#/experiments/{experiment_id}/runs/{parent}/artifacts")
-    page.get_by_text("report", exact=True).first.click(timeout=60_000)
+    click(page, page.get_by_text("report", exact=True).first)
     dismiss_popovers(page)
-    page.get_by_text(name, exact=True).first.click()
+    click(page, page.get_by_text(name, exact=True).first)
 
 
 @pytest.mark.slow
@@ -317,7 +333,7 @@ def test_the_parent_run_page_shows_the_sweeps_verdict_and_ranking(paper_sweep, m
         dismiss_popovers(page)
         more = page.get_by_text("Show more", exact=True)
         if more.count():
-            more.first.click()
+            click(page, more.first)
         expect(page.get_by_text(verdict).first).to_be_visible()
         check_ranking(rendered_tables(page), overall_of(uri, parent, tmp_path))
         page.screenshot(path=str(screenshots() / "mlflow_ui_parent_run.png"), full_page=True)
@@ -388,7 +404,7 @@ def test_the_sweeps_shared_view_charts_every_configuration(paper_sweep, mlflow_s
         for run in children:
             expect(page.get_by_role("link", name=run.info.run_name, exact=True)).to_be_visible(timeout=60_000)
         dismiss_popovers(page)
-        page.locator("label:has(input[value=CHART])").click()
+        click(page, page.locator("label:has(input[value=CHART])"))
         page.get_by_placeholder("Search metric charts").fill("opi_1")
         card = page.get_by_test_id("experiment-view-compare-runs-card").filter(
             has=page.get_by_text("opi_1", exact=True))
@@ -405,9 +421,9 @@ def test_the_quality_tab_averages_relation_correct(paper_sweep, mlflow_server):
     correct = [a.value for t in traces for a in t.info.assessments if a.name == "relation_correct"]
     with browser_page(1700, 1100) as page:
         page.goto(mlflow_server)
-        page.get_by_role("link", name="opi", exact=True).click()
+        click(page, page.get_by_role("link", name="opi", exact=True))
         dismiss_popovers(page, wait_ms=30_000)  # "Detect Issues" covers the Overview on a first visit
-        page.get_by_role("tab", name="Quality", exact=True).click(timeout=60_000)
+        click(page, page.get_by_role("tab", name="Quality", exact=True))
         expect(page.get_by_text("Quality Summary")).to_be_visible(timeout=60_000)
         expect(page.get_by_role("button", name="relation_correct", exact=True).first).to_be_visible(timeout=60_000)
         summary = page.inner_text("body").split("Quality Summary", 1)[1]  # scorer, total count, average value
