@@ -5,8 +5,9 @@
   any proxy, ``-v``/``--verbose`` taken off the command line (it keeps third-party logs, notices and warnings), and
   for ``opi-eval`` Prefect's temporary server booting while the command imports and checks its data. Prefect and
   MLflow read the environment when they are imported, so commands import their work after this.
-- ``run_command``: the work, with user errors as one line and exit 2 (``flows.run.errors``), Ctrl-C as exit 130,
-  and the servers this process started stopped on every way out.
+- ``run_command``: the work, with user errors as one line and exit 2 (``flows.run.errors``), a stop signal as one
+  line and 128 + its number (Ctrl-C 130, SIGTERM 143, SIGHUP 129: runs closed as KILLED), and the servers this
+  process started stopped on every way out.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import os
 import signal
 import sys
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from flows.orchestration.server import start_temporary_server, stop_temporary_server
 from flows.run.errors import EXIT_USER_ERROR, explained, keep_traceback_in_log_file, was_composed
@@ -49,7 +50,11 @@ QUIET_WARNINGS = (".*langchain-community. is being sunset", "SOCKS support in ur
                   "Failed to create the Prefect home")  # the last is said by the store checks, more clearly
 QUICK_EXITS = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc")
 VERBOSE_FLAGS = ("-v", "--verbose")
+_SIGNALLED: list[int] = []  # the stop signal received, if any
 _EXIT_STATUS = [1]  # the status the command's work ended with (read by end_without_native_work)
+# SIGTERM (a scheduler, kill) and SIGHUP (the terminal closed) end the run as Ctrl-C does, with 128 + the number
+STOP_SIGNALS = {signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP (the terminal closed)"}
+RESUMES = "finished stages and configurations are kept; the same command resumes"
 
 
 def start_command(early_prefect: bool = False) -> None:
@@ -77,7 +82,10 @@ def start_command(early_prefect: bool = False) -> None:
     for key in ("NO_PROXY", "no_proxy"):  # Prefect's server, the local LLM server, the UI test: all on loopback
         hosts = [h for h in os.environ.get(key, "").split(",") if h]
         os.environ[key] = ",".join(dict.fromkeys([*hosts, "127.0.0.1", "localhost"]))
-    signal.signal(signal.SIGTERM, stopped_by_signal)
+    for number in STOP_SIGNALS:
+        signal.signal(number, stopped_by_signal)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where it is ignored (nohup, `cmd &`)
+        signal.signal(signal.SIGINT, interrupted)
     atexit.register(end_without_native_work)  # registered before the libraries' own hooks: runs after them
     if early_prefect and not any(a.split("=")[0] in QUICK_EXITS for a in sys.argv[1:]):
         start_temporary_server()  # boots while the command imports, checks its data and composes (~5 s saved)
@@ -98,10 +106,25 @@ def command_line_problem(arguments: list[str]) -> str | None:
 
 
 def stopped_by_signal(signum: int, frame: Any) -> None:
-    """SIGTERM (a scheduler, ``kill``) ends the run like Ctrl-C does: waits on LLM requests and embedding end, and
-    the process exits through its exit handlers (servers stopped, MLflow runs closed)."""
+    """SIGTERM or SIGHUP ends the run like Ctrl-C does: waits on LLM requests and embedding end, and the process
+    exits through its exit handlers (servers stopped, MLflow runs closed as KILLED) with 128 + the signal's number.
+    A second signal while the first unwinds is not raised again (it would interrupt the cleanup)."""
     stop_requests()
+    if _SIGNALLED:
+        return
+    _SIGNALLED.append(signum)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal's Ctrl-C after a hang-up: the same stop
     sys.exit(128 + signum)
+
+
+def interrupted(signum: int, frame: Any) -> None:
+    """Ctrl-C: KeyboardInterrupt, once; a second Ctrl-C while the first unwinds (runs closed, servers stopped) is
+    not raised again, so the cleanup finishes."""
+    stop_requests()
+    if _SIGNALLED:
+        return
+    _SIGNALLED.append(signum)
+    raise KeyboardInterrupt
 
 
 def end_without_native_work() -> None:
@@ -126,15 +149,17 @@ def run_command(work: Callable[[], Any]) -> Any:
     try:
         return work()
     except SystemExit as err:
+        if _SIGNALLED:
+            stopped(_SIGNALLED[0])
         if err.code == 1 and not was_composed():
             raise SystemExit(EXIT_USER_ERROR) from None
         _EXIT_STATUS[0] = exit_status(err.code)
         raise
     except KeyboardInterrupt:
-        log.error("stopped by Ctrl-C: finished stages and configurations are kept; the same command resumes")
-        _EXIT_STATUS[0] = 130
-        raise SystemExit(130) from None
+        stopped(signal.SIGINT)
     except Exception as err:
+        if _SIGNALLED:  # what the signal interrupted failed on its way out (a library wrapping SystemExit)
+            stopped(_SIGNALLED[0])
         if explained(err) is None:
             raise
         keep_traceback_in_log_file()
@@ -142,6 +167,15 @@ def run_command(work: Callable[[], Any]) -> Any:
         raise SystemExit(EXIT_USER_ERROR) from None
     finally:
         stop_temporary_server()
+
+
+def stopped(signum: int) -> NoReturn:
+    """The end of a run stopped by a signal: one line, exit 128 + its number (130 Ctrl-C, 143 SIGTERM, 129
+    SIGHUP)."""
+    name = "Ctrl-C" if signum == signal.SIGINT else STOP_SIGNALS[signum]
+    log.error("stopped by %s: %s", name, RESUMES)
+    _EXIT_STATUS[0] = 128 + signum
+    raise SystemExit(128 + signum) from None
 
 
 def console_logging(*noisy: str) -> None:

@@ -3,8 +3,10 @@
 Without ``PREFECT_API_URL``, the command runs its own temporary server: ``prefect server start`` (Prefect's public
 command: API only, no UI, no background services) on a free 127.0.0.1 port, started as early as the command can
 (``opi-eval`` starts it before it imports anything heavy, so its boot overlaps the command's imports, data checks
-and job composition), one per command, stopped on every exit path. Servers boot one at a time on a Prefect home
-(each migrates the home's database as it starts). One left behind by a killed run is stopped by the next. With
+and job composition), one per command, stopped on every exit path. It runs in a session of its own, so a
+terminal's Ctrl-C or hang-up reaches only the command (which then stops it), and it ends by itself when the command
+is gone (``opi.processes``). Servers boot one at a time on a Prefect home (each migrates the home's database as it
+starts). One left behind by a killed run of an older version is stopped by the next. With
 ``PREFECT_API_URL`` set by the user, that server is checked to answer. Either problem is one ``OrchestrationError``.
 """
 from __future__ import annotations
@@ -17,7 +19,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,9 +26,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from opi.health import answers
+from opi.processes import WATCHED, orphans, stop, watched_command
 
 log = logging.getLogger("opi")
-SERVER_COMMAND = ("-m", "prefect", "server", "start")
+SERVER_COMMAND = ("prefect", "server", "start")
 STARTUP_TIMEOUT = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"  # Prefect's own setting for its temporary server
 
 
@@ -97,9 +99,10 @@ def _boot(server: TemporaryServer) -> None:
                     return
                 output = open(server_log(server.port), "w")
                 server.process = subprocess.Popen(
-                    [sys.executable, *SERVER_COMMAND, "--host", "127.0.0.1", "--port", str(server.port), "--no-ui",
-                     "--no-services", "--analytics-off", "--log-level", "ERROR"],
-                    stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=server.environment)
+                    watched_command(*SERVER_COMMAND, "--host", "127.0.0.1", "--port", str(server.port), "--no-ui",
+                                    "--no-services", "--analytics-off", "--log-level", "ERROR"),
+                    stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=server.environment,
+                    start_new_session=True)
                 output.close()
             _wait_until_healthy(server)
     except Exception as err:
@@ -165,41 +168,11 @@ def ensure_api() -> None:
 
 
 def stop_orphaned_servers() -> list[int]:
-    """Stop temporary servers that a killed run of this user left behind (their parent gone, so adopted by init)
-    for the same Prefect home; returns their pids."""
-    home = os.environ.get("PREFECT_HOME", "").encode()
-    signature = b"\0".join(part.encode() for part in SERVER_COMMAND)
-    stopped = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            if signature not in (proc / "cmdline").read_bytes() or proc.stat().st_uid != os.getuid():
-                continue
-            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            environ = dict(v.split(b"=", 1) for v in (proc / "environ").read_bytes().split(b"\0") if b"=" in v)
-        except (OSError, ValueError):
-            continue
-        if orphaned(parent) and environ.get(b"PREFECT_HOME", b"") == home:
-            os.kill(int(proc.name), signal.SIGTERM)
-            stopped.append(int(proc.name))
-    deadline = time.monotonic() + 5
-    while stopped and time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in stopped):
-        time.sleep(0.1)
-    for pid in stopped:
-        if Path(f"/proc/{pid}").exists():
-            os.kill(pid, signal.SIGKILL)
-    return stopped
-
-
-def orphaned(parent: int) -> bool:
-    """A server whose starting run is gone: adopted by init, or by a subreaper that is not a Python process."""
-    if parent == 1:
-        return True
-    try:
-        return b"python" not in Path(f"/proc/{parent}/cmdline").read_bytes()
-    except OSError:
-        return True
+    """Stop temporary servers that a killed run of this user left behind for the same Prefect home (their run
+    gone); returns their pids."""
+    home = os.environ.get("PREFECT_HOME", "")
+    return stop(orphans(("-m", *SERVER_COMMAND), {"PREFECT_HOME": home})
+                + orphans((*WATCHED, *SERVER_COMMAND), {"PREFECT_HOME": home}))
 
 
 @contextlib.contextmanager

