@@ -3,13 +3,15 @@ combination's rule, mapped to the complete sentences handed to the reader."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from opi.articles import Article
 from opi.chunking import document_id
 from opi.combine import Retrieved, sentence_union
-from opi.data import Example
-from opi.retrievers import Ranking, Retriever
+from opi.retrievers.base import Ranking, Retriever
+
+if TYPE_CHECKING:
+    from opi.data import Example
 
 
 def rank_examples(retriever: Retriever, examples: Sequence[Example], articles: Mapping[str, Article], depth: int

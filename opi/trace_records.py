@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from opi.articles import Article
 from opi.chunking import document_id
 from opi.combine import Retrieved
-from opi.data import Example
-from opi.retrievers import Ranking
+from opi.retrievers.base import Ranking
+
+if TYPE_CHECKING:
+    from opi.data import Example
 
 
 def chunk_sources(retrieved: Retrieved, own: Ranking | None, member_cuts: Sequence[Ranking],

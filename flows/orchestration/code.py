@@ -1,6 +1,7 @@
 """Which source code a cached result depends on: the modules a stage runs and everything they import inside
 ``opi`` (or inside the top-level package of a user's own component), found by reading their import statements
-(function-local imports included), hashed by content.
+(function-local imports included; imports for type hints only, under ``if TYPE_CHECKING:``, left out), hashed by
+content.
 
 An edit in a module a stage does not use (``opi/report.py`` for rankings) keeps its results; an edit in one it uses
 (the retriever's module, ``opi/retrieval.py``) computes them again. A component of your own outside ``opi``
@@ -55,7 +56,7 @@ def imported_modules(name: str, path: Path) -> set[str]:
     gives ``a.b`` and, where it is a module, ``a.b.c``; relative imports are resolved."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(source(path), str(path))):
+    for node in executed_nodes(ast.parse(source(path), str(path))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -66,6 +67,24 @@ def imported_modules(name: str, path: Path) -> set[str]:
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return {module for module in found if module}
+
+
+def executed_nodes(tree: ast.AST) -> Iterable[ast.AST]:
+    """Every node of ``tree`` but the bodies of ``if TYPE_CHECKING:`` blocks: imports for type hints only run no
+    code, so they do not make a result depend on a module."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and type_checking(node.test):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 @lru_cache(maxsize=None)

@@ -66,6 +66,9 @@ class Retriever(ABC):
     # of rankings leaves them out of its key and one ranking serves -m retriever.k=2,4,8; a retriever's own
     # embedding settings reach the ranking task resolved, as its embedding model (a key of its own)
     excluded_from_keys: ClassVar[tuple[str, ...]] = ("k", "name", "embedding")
+    # ranks with the embedder it is given: its rankings depend on the embedding code too (a retriever of your own
+    # that never embeds may say False, and keeps its rankings when that code changes)
+    embeds: ClassVar[bool] = True
 
     def __post_init__(self):
         if not isinstance(self.k, int) or self.k < 1:

@@ -19,6 +19,7 @@ class RandomRetriever(Retriever):
     """Chunks drawn at random, the same for the same (random_seed, question, chunks) in every run."""
 
     bound: ClassVar[str] = "lower"
+    embeds: ClassVar[bool] = False
     name: str = "Random"
     random_seed: int = 0  # a setting of its own: `seed` is the run's, which components receive as a resource
 
@@ -38,6 +39,7 @@ class OracleRetriever(Retriever):
     words. Needs examples with evidence; an example without any gets no chunk."""
 
     bound: ClassVar[str] = "upper"
+    embeds: ClassVar[bool] = False
     needs_evidence: ClassVar[bool] = True
     name: str = "Oracle"
 

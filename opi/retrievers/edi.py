@@ -8,6 +8,7 @@ dot products), a block of chunks at a time with a running top k, each distinct c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from opi.retrievers.topk import DistinctTexts
 
 @dataclass
 class EDIRetriever(Retriever):
+    embeds: ClassVar[bool] = False
     name: str = "EDI"
 
     def rank(self, questions, chunks, depth):

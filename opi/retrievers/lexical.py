@@ -12,6 +12,7 @@ all (punctuation only) score 0 for every question: the ranking is then the artic
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from opi.schemas import require_number
 
 @dataclass
 class BM25Retriever(Retriever):
+    embeds: ClassVar[bool] = False
     name: str = "BM25"
     k1: float = 1.5
     b: float = 0.75
@@ -61,6 +63,7 @@ def sparse_top(score_block, questions: int, distinct: DistinctTexts, depth: int)
 
 @dataclass
 class TFIDFRetriever(Retriever):
+    embeds: ClassVar[bool] = False
     name: str = "TF-IDF"
 
     def rank(self, questions, chunks: list[Chunk], depth):

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from flows.orchestration import code, tasks
-from opi.retrievers import BM25Retriever, KNNRetriever
+from opi.retrievers import BM25Retriever, KNNRetriever, SVMRetriever
 
 
 def test_a_stage_depends_on_the_modules_it_runs_and_their_imports_only():
@@ -47,6 +47,39 @@ def test_an_edit_elsewhere_keeps_the_ranking_key_and_an_edit_in_a_used_module_ch
     monkeypatch.undo()
     edited(monkeypatch, "retrieval.py")
     assert tasks.code_for(tasks.rank, BM25Retriever()) != before  # the stage's own module
+
+
+STAGES = {"chunk": lambda: tasks.code_for(tasks.chunk_articles), "rank BM25": lambda: tasks.rank_code(BM25Retriever()),
+          "rank kNN": lambda: tasks.rank_code(KNNRetriever()), "rank SVM": lambda: tasks.rank_code(SVMRetriever()),
+          "report": lambda: tasks.code_for(tasks.sweep_report)}
+
+
+@pytest.mark.parametrize("edit, recomputed", [
+    ("lexical.py", {"rank BM25"}),  # one retriever's module: its rankings only
+    ("dense.py", {"rank kNN"}),
+    ("svm.py", {"rank SVM"}),
+    ("local.py", {"rank kNN", "rank SVM"}),  # the local embedding model's code: the retrievers that embed
+    ("data.py", {"report"}),  # the stages import it for type hints only
+    ("render.py", {"report"}),
+    ("chunking.py", {"chunk", "rank BM25", "rank kNN", "rank SVM", "report"}),
+])
+def test_which_stages_an_edit_recomputes(monkeypatch, edit, recomputed):
+    before = {stage: key() for stage, key in STAGES.items()}
+    edited(monkeypatch, edit)
+    assert {stage for stage, key in STAGES.items() if key() != before[stage]} == recomputed
+
+
+def test_imports_for_type_hints_only_are_not_dependencies(tmp_path, monkeypatch):
+    package = tmp_path / "hinted"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "main.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import heavy\n"
+                                     "else:\n    from . import light\n")
+    (package / "heavy.py").write_text("")
+    (package / "light.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = code.closure("hinted.main")
+    assert "hinted.light" in found and "hinted.heavy" not in found
 
 
 def test_a_component_of_your_own_is_keyed_on_its_source(tmp_path, monkeypatch):
