@@ -7,7 +7,9 @@ Every loader ends in ``validate``: a bad row raises one ``DataError`` naming the
 from __future__ import annotations
 
 import json
+import numbers
 import random
+import re
 import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -110,7 +112,7 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
         if problem is None and relation is not None and relations is not None and relation not in relations:
             problem = (f"{where}, field 'relation': unknown label {relation!r}; known: {list(relations)}",
                        "unknown relation")
-        example_id = str(row_number if _blank(record.get("id")) else record["id"]).strip()
+        example_id = str(row_number) if _blank(record.get("id")) else id_text(record["id"])
         if problem is None and with_ids and _blank(record.get("id")):
             problem = (f"{where}, field 'id': missing, where other rows have one (give every row an id, or none)",
                        "missing id")
@@ -129,12 +131,26 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
 
 
 def _text(value: Any) -> str | None:
-    """An optional label as text (an id column read as numbers: 3.0 -> "3"); None when blank."""
-    if _blank(value):
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value).strip()
+    """An optional label as text (an id column read as numbers: 3.0 -> "3", as ``id_text``); None when blank."""
+    return None if _blank(value) else id_text(value)
+
+
+_INTEGRAL_TEXT = re.compile(r"[+-]?[0-9]+\.0+")
+
+
+def id_text(value: Any) -> str:
+    """An id as text, the one rule wherever ids are compared (the data, label files, sheets): stripped, and an
+    integral number is the integer's text, whether it was read as a number or as text -- ``1``, ``1.0``, ``"1.0"``
+    are all ``"1"`` (a column of ids pandas or a spreadsheet read as floats matches the data's). Anything else is
+    its text as it is (``"1.5"``, ``"a01"``, ``"007"``)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        number = float(value)
+        if number.is_integer():
+            return str(int(value)) if isinstance(value, numbers.Integral) else str(int(number))
+    text = str(value).strip()
+    if _INTEGRAL_TEXT.fullmatch(text):
+        return text.split(".")[0]
+    return text
 
 
 def _blank(value: Any) -> bool:
@@ -247,7 +263,7 @@ def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: st
     if not labels or "relation" not in labels[0] or join_on not in labels[0]:
         raise DataError(f"{labels_path}: a label file needs columns {join_on!r} and 'relation'")
     by_key = label_keys(labels, labels_path, join_on, relations)
-    keys = [str(row.get("id")).strip() if join_on == "id" else str(number) for number, row in enumerate(rows, start=1)]
+    keys = [id_text(row.get("id")) if join_on == "id" else str(number) for number, row in enumerate(rows, start=1)]
     unmatched = [key for key in keys if key not in by_key]
     if len(unmatched) == len(keys):
         raise DataError(f"{labels_path}: no label matches any example by {join_on!r} (e.g. {keys[:3]}); "
@@ -268,7 +284,7 @@ def label_keys(labels: list[dict[str, Any]], path: str | Path, join_on: str, rel
         where, key, relation = f"{path}, row {number}", label.get(join_on), label.get("relation")
         if _blank(key):
             raise DataError(f"{where}, field {join_on!r}: missing; every label names the example it labels")
-        key = str(key).strip()
+        key = id_text(key)
         if key in first:
             raise DataError(f"{where}, field {join_on!r}: {key!r} is labelled twice (first at row {first[key]}); "
                             "keep one label per example")

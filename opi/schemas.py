@@ -277,6 +277,9 @@ class MetricsConfig:
     # the yardstick: BERTSim's embedding model, fixed whatever the retrievers, reader or classifier embed with
     similarity: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     retrieval_k: list[int] = field(default_factory=lambda: [1, 2, 4, 8])  # recall@k and nDCG@k against evidence
+    # a relevant chunk holds a gold evidence piece whole, or (sentence) a whole sentence of it: for evidence longer
+    # than a chunk (SQuAD's paragraphs), which no chunk holds whole
+    evidence_match: str = "whole"
 
     def __post_init__(self):
         require_numbers("metrics.correctness_weights", self.correctness_weights, ge=0)
@@ -288,6 +291,8 @@ class MetricsConfig:
         _require(self.parse_retries >= 0, f"metrics.parse_retries must be >= 0, got {self.parse_retries}")
         _require(bool(self.retrieval_k) and all(k >= 1 for k in self.retrieval_k),
                  f"metrics.retrieval_k: cut-offs >= 1, got {self.retrieval_k}")
+        _require(self.evidence_match in ("whole", "sentence"),
+                 f"metrics.evidence_match: whole or sentence, got {self.evidence_match!r}")
 
 
 @dataclass
@@ -323,6 +328,13 @@ class OrchestrationConfig:
         _require(self.dask_workers >= 1, f"orchestration.dask_workers must be >= 1, got {self.dask_workers}")
 
 
+# MLflow's limits (mlflow 3.x, ``mlflow.utils.validation``): an experiment's name is at most 500 characters, and a
+# tag's value at most 8,000 (a longer one is cut silently: a label that no longer finds its runs)
+MAX_EXPERIMENT_NAME = 500
+MAX_TAG_VALUE = 8000
+CLASSIFIER_EXPERIMENT_SUFFIX = "-classifier"  # opi-train-classifier's runs: experiment <tracking.experiment>-classifier
+
+
 @dataclass
 class TrackingConfig:
     enabled: bool = True
@@ -339,6 +351,14 @@ class TrackingConfig:
 
     def __post_init__(self):
         _require(self.detail in ("headline", "full"), f"tracking.detail: headline or full, got {self.detail!r}")
+        longest = MAX_EXPERIMENT_NAME - len(CLASSIFIER_EXPERIMENT_SUFFIX)
+        _require(bool(str(self.experiment).strip()) and len(str(self.experiment)) <= longest,
+                 f"tracking.experiment: an MLflow experiment name of 1 to {longest} characters (MLflow takes "
+                 f"{MAX_EXPERIMENT_NAME}; opi-train-classifier adds {CLASSIFIER_EXPERIMENT_SUFFIX!r}), got "
+                 f"{len(str(self.experiment))} characters")
+        _require(self.label is None or 0 < len(str(self.label)) <= MAX_TAG_VALUE,
+                 f"tracking.label: 1 to {MAX_TAG_VALUE} characters (an MLflow tag's value; a longer one is cut and no "
+                 f"longer finds its runs) or null, got {len(str(self.label or ''))} characters")
         self.traces = str(self.traces).strip().lower()
         _require(self.traces in ("all", "none") or (self.traces.isdigit() and int(self.traces) > 0),
                  f"tracking.traces: all, none or a number of examples > 0, got {self.traces!r}")

@@ -7,12 +7,13 @@ from typing import Sequence
 
 import pandas as pd
 
-from opi.data import DataError
+from opi.data import DataError, id_text
 
 
 def read_sheet(path: str | Path, columns: Sequence[str], made_by: str) -> pd.DataFrame:
     """The csv at ``path`` as text cells (blank = ""), with ``columns`` present; ``made_by`` is the command whose
-    sheets these are, said when the file is not one."""
+    sheets these are, said when the file is not one. An ``id`` column's cells are ids as the data's are
+    (``opi.data.id_text``: "1.0", as a spreadsheet may save an id, is "1")."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file")
@@ -30,4 +31,6 @@ def read_sheet(path: str | Path, columns: Sequence[str], made_by: str) -> pd.Dat
     if missing:
         raise DataError(f"{path}: missing column(s) {missing} (is this a sheet of {made_by}? it has "
                         f"{list(sheet.columns)[:8]})")
+    if "id" in sheet:
+        sheet["id"] = [id_text(value) if value.strip() else value for value in sheet["id"]]
     return sheet

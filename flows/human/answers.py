@@ -31,7 +31,7 @@ from flows.run.errors import CommandError
 from flows.tracking.store import existing_store
 from flows.tracking.sweep_report import log_sweep_summary
 from flows.tracking.sweeps import child_predictions, find_sweep
-from flows.tracking.traces import traces_by_example
+from flows.tracking.traces import EXAMPLE_TAG
 from opi.data import DataError
 from opi.sheets import read_sheet as read_csv_sheet
 from opi.metrics.calibration import DEFAULT_ICC, calibrated_lrcr, labels_for_width
@@ -169,26 +169,60 @@ def import_labels(client, tracking_uri: str, parent: str, path: Path, seed: int 
 
 def log_assessments(client, tracking_uri: str, human: pd.DataFrame) -> int:
     """The people's labels as HUMAN assessments on the examples' traces, where the runs have them (a label that
-    cannot be written there is said once; the labels are logged on the parent run anyway)."""
+    cannot be written there is said once; the labels are logged on the parent run anyway). One label a trace from
+    this source: a sheet imported again leaves an identical label as it is and replaces a changed one. Returns how
+    many traces carry the label."""
     import mlflow
     from mlflow.entities import AssessmentSource
 
     mlflow.set_tracking_uri(tracking_uri)  # mlflow.log_feedback writes to the process's store: this command's
-    logged, failed = 0, 0
+    logged, kept, replaced, failed = 0, 0, 0, 0
     for run_id, group in human.groupby("run_id"):
-        by_example = traces_by_example(client, client.get_run(run_id).info.experiment_id, run_id)
+        by_example = labelled_traces(client, client.get_run(run_id).info.experiment_id, run_id)
         for row in group.itertuples():
-            if row.example_id in by_example:
-                try:
-                    mlflow.log_feedback(trace_id=by_example[row.example_id], name="human_relation",
-                                        value=row.human_relation, source=AssessmentSource("HUMAN", "opi-label"))
-                    logged += 1
-                except Exception as err:
-                    failed += 1
-                    error = f"{type(err).__name__}: {err}"
+            if row.example_id not in by_example:
+                continue
+            trace_id, earlier = by_example[row.example_id]
+            try:
+                if len(earlier) == 1 and earlier[0].value == row.human_relation:
+                    kept += 1
+                    continue
+                for assessment in earlier:  # a changed label (or, from an older version, several): replaced
+                    mlflow.delete_assessment(trace_id=trace_id, assessment_id=assessment.assessment_id)
+                mlflow.log_feedback(trace_id=trace_id, name=HUMAN_LABEL, value=row.human_relation,
+                                    source=AssessmentSource("HUMAN", LABEL_SOURCE))
+                logged += 1
+                replaced += bool(earlier)
+            except Exception as err:
+                failed += 1
+                error = f"{type(err).__name__}: {err}"
     if failed:
         log.warning("%d labels could not be added to their traces (%s)", failed, error)
-    return logged
+    if kept or replaced:
+        log.info("labels on traces: %d new, %d replaced (changed), %d already there", logged - replaced, replaced,
+                 kept)
+    return logged + kept
+
+
+HUMAN_LABEL, LABEL_SOURCE = "human_relation", "opi-label"
+
+
+def labelled_traces(client, experiment_id: str, run_id: str) -> dict[str, tuple[str, list]]:
+    """Example id -> (trace id, the valid ``human_relation`` labels this command logged there before) of this
+    run's traces."""
+    found, token = {}, None
+    while True:
+        page = client.search_traces(locations=[experiment_id], run_id=run_id, include_spans=False,
+                                    max_results=500, page_token=token)
+        for trace in page:
+            if EXAMPLE_TAG in trace.info.tags:
+                found[trace.info.tags[EXAMPLE_TAG]] = (trace.info.trace_id, [
+                    a for a in trace.info.assessments or []
+                    if a.name == HUMAN_LABEL and a.valid is not False and a.source.source_type == "HUMAN"
+                    and a.source.source_id == LABEL_SOURCE])
+        token = page.token
+        if not token:
+            return found
 
 
 def calibrate(answers: pd.DataFrame, human: pd.DataFrame, seed: int = 0) -> pd.DataFrame:

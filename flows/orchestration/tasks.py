@@ -33,7 +33,7 @@ from opi.schemas import ChunkingConfig, EmbeddingConfig, LLMConfig, MetricsConfi
 # the opi modules each task calls (with everything they import, and the modules of the components it is given)
 USES = {
     "chunk-articles": ("opi.articles",),
-    "rank": ("opi.retrieval", "opi.embeddings"),
+    "rank": ("opi.retrieval",),  # and opi.embeddings for a retriever that embeds (rank_code)
     "rerank": ("opi.rerankers", "opi.llm.client"),
     "answer": ("opi.embeddings", "opi.llm.client"),
     "classify": ("opi.classify", "opi.relation_features", "opi.embeddings", "opi.llm.client"),
@@ -74,11 +74,18 @@ def chunk_articles(contexts: list[str], chunking: ChunkingConfig, language: str,
 
 
 @task(name="rank")
-def rank(retriever, depth: int, examples: list, articles: dict, embedding: EmbeddingConfig, code: str):
+def rank(retriever, depth: int, examples: list, articles: dict, embedding: EmbeddingConfig | None, code: str):
     """Each example's ranking to ``depth``: one ranking serves every ``k`` up to it. ``embedding``: the retriever's
-    (its own settings over the run's)."""
-    return rank_examples(components.with_resources(retriever, embedder=embedder_for(embedding)), examples, articles,
-                         depth)
+    (its own settings over the run's); None for a retriever that does not embed (its rankings keep their cache
+    whatever the embedding model)."""
+    model = embedder_for(embedding) if embedding is not None else None
+    return rank_examples(components.with_resources(retriever, embedder=model), examples, articles, depth)
+
+
+def rank_code(retriever) -> str:
+    """The ``code`` of ranking with ``retriever``: its module and what it imports, and the embedding code where it
+    embeds."""
+    return code_for(rank, retriever, *(["opi.embeddings"] if retriever.embeds else []))
 
 
 def asks_llm(reranker) -> bool:
@@ -102,6 +109,8 @@ def rerank(reranker, pools: dict, examples: list, articles: dict, llm: LLMConfig
         with bar:
             rankings, unscored = rerank_examples(model, pools, examples, articles, update)
     counts = {"rerank_pairs": float(pairs), "rerank_unscored": float(unscored)}
+    if hasattr(model, "parse_failures"):  # an LLM reranker: its replies that could not be parsed, also asked again
+        counts["rerank_parse_failures"] = float(model.parse_failures)
     return {"rankings": rankings, "counts": counts,
             "usage": client.usage.as_metrics("llm_rerank") if client is not None else {}}
 

@@ -14,6 +14,7 @@ from flows.run.identity import describe
 from flows.run.outputs import record, scrub_hydra_outputs
 from flows.run.preflight import prepared
 from flows.run.progress import finished_one
+from opi.llm.client import CHARS_PER_TOKEN
 
 log = logging.getLogger("opi")
 
@@ -29,7 +30,9 @@ def evaluate_job(cfg: DictConfig) -> float:
     run_or_explain(record, config, result)
     log.info("%s%s: %s  (%.1f s)", finished_one(), describe(config).name, scores_line(metrics),
              metrics["seconds_total"])
-    for line in failure_lines(metrics, len(result["predictions"])):
+    lines = failure_lines(metrics, len(result["predictions"]))
+    coverage = coverage_line(metrics, len(result["predictions"]), config.chunking, config.metrics.evidence_match)
+    for line in [*lines, *([coverage] if coverage else [])]:
         log.warning("%s: %s", describe(config).name, line)
     return metrics.get("opi", metrics["bertsim"])
 
@@ -56,7 +59,51 @@ def failure_lines(metrics: dict[str, float], total: int) -> list[str]:
     unknown = int(metrics.get("unknown_relations", 0)) - int(metrics.get("parse_failures", 0))
     if unknown > 0:  # beyond the parse failures: a classifier that could not name a relation of the set
         lines.append(f"{unknown} of {total} answers got the relation 'unknown' (counted as wrong)")
-    return lines
+    for stage, what in LLM_STAGES.items():
+        if metrics.get(f"{stage}_overlong_replies"):
+            lines.append(f"{int(metrics[f'{stage}_overlong_replies'])} {what} replies were far longer than "
+                         f"llm.max_tokens allows (the endpoint ignores it): cut to about max_tokens "
+                         f"({CHARS_PER_TOKEN} characters a token)")
+    rerank = rerank_line(metrics)
+    return lines if rerank is None else [*lines, rerank]
+
+
+LLM_STAGES = {"llm_answer": "answer", "llm_classify": "relation", "llm_metrics": "answer-metric",
+              "llm_rerank": "reranker"}  # the prefix of each stage's LLM usage metrics, and what its replies are
+
+
+def coverage_line(metrics: dict[str, float], total: int, chunking, evidence_match: str = "whole") -> str | None:
+    """What the rank-aware retrieval metrics (recall@k, nDCG@k, MRR) cover, when it is not every example: those
+    whose evidence is longer than every chunk (no chunk holds it whole), and the others without a chunk holding
+    their evidence (none given, or across a chunk boundary)."""
+    covered = int(metrics.get("retrieval_examples", 0))  # none where no example has them
+    if ("retrieval_examples" not in metrics and "retrieval_evidence_too_long" not in metrics) or covered >= total:
+        return None
+    too_long = int(metrics.get("retrieval_evidence_too_long", 0))
+    other = total - covered - too_long
+    reasons = [*([f"{too_long} have evidence longer than a chunk (chunking.size={chunking.size} {chunking.length})"]
+                 if too_long else []),
+               *([f"{other} have no evidence a chunk holds (none given, or across a chunk boundary)"] if other else [])]
+    hint = ("; metrics.evidence_match=sentence counts a chunk that holds a whole sentence of it"
+            if too_long and evidence_match == "whole" else "")
+    return f"retrieval metrics cover {covered} of {total} examples: {', '.join(reasons)}{hint}"
+
+
+def rerank_line(metrics: dict[str, float]) -> str | None:
+    """What a reranker left unscored (``rerank_unscored`` of ``rerank_pairs`` candidates: an LLM reply that could
+    not be parsed or was empty, also when asked again; a model's NaN), said when it is not zero; when it is every
+    candidate, the reranking did nothing."""
+    unscored, pairs = int(metrics.get("rerank_unscored", 0)), int(metrics.get("rerank_pairs", 0))
+    if unscored <= 0:
+        return None
+    parse = int(metrics.get("rerank_parse_failures", 0))
+    why = (f"{parse} replies could not be parsed, also when asked again" if parse else
+           "the reranker gave no score")
+    if unscored >= pairs:
+        return (f"all {pairs} reranker candidates got no score ({why}): the reranking did nothing, the order is the "
+                "retriever's")
+    return (f"{unscored} of {pairs} reranker candidates got no score ({why}): they follow the scored ones, in the "
+            "retriever's order")
 
 
 def scores_line(metrics: dict[str, float]) -> str:

@@ -70,8 +70,8 @@ def retrieve(config: OPIConfig, data: Data, articles: dict[str, Article], stages
     reader's chunks come from; and the reranker's counts and LLM usage."""
     depth, members, identity = ranking_depth(config), list(config.members().values()), describe(config)
     rankings = stages.call_many("retrieval", tasks.rank, *[
-        (member, depth, data.examples, articles, own_embedding(config, member), code_for(tasks.rank, member))
-        for member in members])
+        (member, depth, data.examples, articles, own_embedding(config, member) if member.embeds else None,
+         tasks.rank_code(member)) for member in members])
     combination, ks, reranking = config.combination, [member.k for member in members], {}
     names, label = list(identity.members), identity.retrieval  # e.g. kNN, A-Four, kNN > cross-encoder
     if reranks(config.rerank):
@@ -79,7 +79,8 @@ def retrieve(config: OPIConfig, data: Data, articles: dict[str, Article], stages
         names = names if len(rankings) == len(names) else [label]
     cuts = [cut(ranked, k) for ranked, k in zip(rankings, ks)]
     evaluated, ordered = evaluated_rankings(combination, rankings, cuts, data.examples)
-    columns = retrieval_columns(data.examples, evaluated, articles, config.metrics.retrieval_k, ordered)
+    columns = retrieval_columns(data.examples, evaluated, articles, config.metrics.retrieval_k, ordered,
+                                config.metrics.evidence_match)
     scores = {name: values for name, values in columns.items() if any(v is not None for v in values)}
     retrieved = combine(combination, cuts, data.examples, articles)
     sources = {e.id: chunk_sources(retrieved[e.id], evaluated[e.id][0] if ordered else None,

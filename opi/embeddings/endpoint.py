@@ -23,6 +23,13 @@ from opi.secrets import url_without_credentials
 
 OPENAI_URL = "https://api.openai.com/v1"
 REQUESTS_PER_SLICE = 4  # per worker, between checks for an exiting process
+# texts that differ beyond case and spacing, which some models ignore ("Hello" and "hello " may share a vector): this
+# many getting one vector is an endpoint that embeds nothing
+DISTINCT = 3
+
+
+def distinct(texts: list[str]) -> int:
+    return len({" ".join(text.lower().split()) for text in texts})
 
 
 class EndpointEmbedder(Embedder):
@@ -59,7 +66,12 @@ class EndpointEmbedder(Embedder):
         batches = [texts[start:start + self.batch_size] for start in range(0, len(texts), self.batch_size)]
         replies = in_parallel([partial(self._embed, batch) for batch in batches], self.config.concurrency,
                               name="opi-embedding")
-        return np.concatenate(replies) if replies else np.zeros((0, self._length or 0), dtype=np.float32)
+        if not replies:
+            return np.zeros((0, self._length or 0), dtype=np.float32)
+        vectors = np.concatenate(replies)
+        if len(replies) > 1 and distinct(texts) >= DISTINCT and (vectors == vectors[0]).all():  # a text a request
+            raise self._unusable(f"the same vector for all {len(texts)} texts, {distinct(texts)} of them different")
+        return vectors
 
     def _embed(self, batch: list[str]) -> np.ndarray:
         with self.usage.lock:
@@ -68,10 +80,13 @@ class EndpointEmbedder(Embedder):
         return self.endpoint.call(
             lambda client, timeout: client.embeddings.with_raw_response.create(
                 model=self.config.model, input=batch, encoding_format="float", timeout=timeout, **asked),
-            partial(self._vectors, count=len(batch)))
+            partial(self._vectors, texts=batch))
 
-    def _vectors(self, raw, count: int) -> np.ndarray:
-        """The reply's vectors in input order, or an LLMError saying what is wrong with them."""
+    def _vectors(self, raw, texts: list[str]) -> np.ndarray:
+        """The reply's vectors in input order, or an LLMError saying what is wrong with them: besides the shape,
+        a vector of zeros (no direction: its cosine is undefined) and one vector for ``DISTINCT`` or more different
+        texts (every text the same: a broken endpoint) are refused."""
+        count = len(texts)
         parsed = parsed_reply(raw)
         data = getattr(parsed, "data", None)
         if not isinstance(data, list):
@@ -82,7 +97,11 @@ class EndpointEmbedder(Embedder):
         by_index = {getattr(item, "index", None): getattr(item, "embedding", None) for item in data}
         if set(by_index) != set(range(count)):
             raise self._unusable(f"vectors numbered {sorted(by_index, key=str)[:5]} for texts 0 to {count - 1}")
-        return np.stack([self._vector(by_index[index], index) for index in range(count)])
+        vectors = np.stack([self._vector(by_index[index], index) for index in range(count)])
+        if distinct(texts) >= DISTINCT and (vectors == vectors[0]).all():
+            raise self._unusable(f"the same vector for all {count} texts of a request, {distinct(texts)} of them "
+                                 "different")
+        return vectors
 
     def _count(self, usage: Any, texts: int) -> None:
         tokens = getattr(usage, "prompt_tokens", None) or getattr(usage, "total_tokens", None) or 0
@@ -97,6 +116,8 @@ class EndpointEmbedder(Embedder):
             vector = None
         if vector is None or vector.ndim != 1 or not len(vector) or not np.isfinite(vector).all():
             raise self._unusable(f"vector {index} is not a list of finite numbers")
+        if not vector.any():
+            raise self._unusable(f"vector {index} is all zeros")
         with self._length_lock:
             self._length = self._length or len(vector)
             expected = self._length

@@ -76,6 +76,7 @@ class Usage(EndpointUsage):
     completion_tokens: int = 0
     empty_replies: int = 0  # requests whose every attempt came back empty: no answer, never cached
     refusals: int = 0  # ... or as a refusal
+    overlong_replies: int = 0  # replies far longer than max_tokens allows: cut (``ChatClient.bounded``)
     price_output_per_million: float = 0.0
 
     @property
@@ -84,7 +85,8 @@ class Usage(EndpointUsage):
 
     def counts(self) -> dict[str, int]:
         return {**super().counts(), "completion_tokens": self.completion_tokens, "empty_replies": self.empty_replies,
-                "refusals": self.refusals}
+                "refusals": self.refusals, **({"overlong_replies": self.overlong_replies} if self.overlong_replies
+                                              else {})}
 
 
 @dataclass
@@ -133,7 +135,8 @@ def object_schema(**properties: dict[str, Any]) -> dict[str, Any]:
 
 def api_key(settings: EndpointConfig, group: str = "llm") -> str:
     """The key in the variable ``<group>.api_key_env`` names; an unset one is said before any request (preflight
-    calls this too). No variable (null): a keyless endpoint, to which the openai client still needs some string."""
+    calls this too). No variable (null): a keyless endpoint, to which the openai client still needs some string
+    (``Endpoint.openai`` sends no Authorization header there)."""
     name = settings.api_key_env
     if not name:  # null, or '' (a component's own embedding, where null means "the run's")
         return "not-needed"
@@ -196,6 +199,12 @@ def in_parallel(tasks: Sequence[Callable[[], Reply]], concurrency: int,
     return [f.result() for f in futures]
 
 
+def without_authorization(request) -> None:
+    """An httpx request hook: no ``Authorization`` header (the openai client needs a key string, and would send
+    ``Bearer <placeholder>`` to an endpoint that asked for none)."""
+    request.headers.pop("Authorization", None)
+
+
 def parsed_reply(raw) -> Any:
     """The openai package's reading of a raw reply; None when it is not JSON."""
     try:
@@ -245,11 +254,13 @@ class Endpoint:
                 import httpx
                 from openai import OpenAI
 
+                hooks = [self._before_request]
+                if not self.settings.api_key_env:  # keyless: the openai client's placeholder key is not sent
+                    hooks.insert(0, without_authorization)
                 self._client = OpenAI(
                     api_key=api_key(self.settings, self.group), base_url=self.settings.base_url,
                     timeout=self.settings.timeout, max_retries=0,  # the retries are ours (call): inside the deadline
-                    http_client=httpx.Client(event_hooks={"request": [self._before_request]},
-                                             timeout=self.settings.timeout))
+                    http_client=httpx.Client(event_hooks={"request": hooks}, timeout=self.settings.timeout))
             return self._client
 
     def call(self, send: Callable[[Any, float], Any], accept: Callable[[Any], Reply]) -> Reply:
@@ -350,6 +361,11 @@ class Endpoint:
                         f"OpenAI-compatible /v1 endpoint")
 
 
+CHARS_PER_TOKEN = 4  # about, in English: where a reply of max_tokens tokens ends
+OVERLONG_CHARS_PER_TOKEN = 16  # a reply longer than this many characters a token allowed ignored max_tokens
+OVERLONG_TOKENS = 2  # ... or one the endpoint itself counts at more than twice max_tokens (and is long)
+
+
 @dataclass(frozen=True)
 class CallRecord:
     """What one chat request got in this client's life: the reply (None: no answer), whether it came from the
@@ -411,7 +427,8 @@ class ChatClient:
 
     def complete(self, messages: list[dict[str, str]], response_format: dict | None = None) -> str | None:
         """The reply's text. An empty reply or a refusal is no answer: asked again ``llm.empty_retries`` times, then
-        None (counted in ``empty_replies`` / ``refusals``), and never cached."""
+        None (counted in ``empty_replies`` / ``refusals``), and never cached. A reply far longer than max_tokens
+        allows is cut and counted (``bounded``)."""
         body = self.request(messages, response_format)
         key = self._key(body)
         with self.usage.lock:
@@ -420,8 +437,10 @@ class ChatClient:
         if cached is not None and cached["content"].strip():  # an empty reply cached by an older version: ask
             with self.usage.lock:
                 self.usage.cache_hits += 1
-            self.records[key] = CallRecord(cached["content"], True, *_tokens(cached.get("usage")))
-            return cached["content"]
+            tokens = _tokens(cached.get("usage"))
+            content = self.bounded(cached["content"], tokens[1], cached.get("overlong", False))
+            self.records[key] = CallRecord(content, True, *tokens)
+            return content
         refused, spent = False, (0, 0)
         for _ in range(1 + self.settings.empty_retries):
             response = self._call(body)
@@ -433,8 +452,11 @@ class ChatClient:
                 self.usage.completion_tokens += tokens[1]
             content, refused = message.content or "", bool(getattr(message, "refusal", None))
             if content.strip():
-                if self.cache is not None:
-                    self.cache.put(key, {"content": content, "usage": usage.model_dump() if usage else None},
+                whole = content
+                content = self.bounded(whole, tokens[1])
+                if self.cache is not None:  # cut, and marked so: a run answered from the cache counts it again
+                    self.cache.put(key, {"content": content, "usage": usage.model_dump() if usage else None,
+                                         **({"overlong": True} if content != whole else {})},
                                    replace=cached is not None)
                 self.records[key] = CallRecord(content, False, *spent)
                 return content
@@ -445,6 +467,20 @@ class ChatClient:
                 self.usage.empty_replies += 1
         self.records[key] = CallRecord(None, False, *spent)
         return None
+
+    def bounded(self, content: str, completion_tokens: int = 0, cut_before: bool = False) -> str:
+        """A reply far longer than ``llm.max_tokens`` allows (more than ``OVERLONG_CHARS_PER_TOKEN`` characters a
+        token, or counted by the endpoint at over ``OVERLONG_TOKENS`` times max_tokens): an endpoint that ignores
+        max_tokens. It is cut where max_tokens would have ended it (``CHARS_PER_TOKEN`` characters a token) and
+        counted in ``overlong_replies``, which the run warns of; any other reply is as it came. ``cut_before``: a
+        cached reply that was cut when it came, counted again."""
+        limit = self.settings.max_tokens
+        if limit is None or not cut_before and (len(content) <= limit * CHARS_PER_TOKEN or (
+                len(content) <= limit * OVERLONG_CHARS_PER_TOKEN and completion_tokens <= limit * OVERLONG_TOKENS)):
+            return content
+        with self.usage.lock:
+            self.usage.overlong_replies += 1
+        return content[:limit * CHARS_PER_TOKEN]
 
     def _call(self, body: dict[str, Any]):
         """One chat completion, retried as ``Endpoint.call`` does."""

@@ -8,7 +8,8 @@ and what the sweep report tabulates, computed in this one place.
 - means of the retrieval diagnostics and of the LLM-scored answer metrics where present (missing values left out);
 - where the rows have the rank-aware retrieval metrics (``opi.metrics.retrieval``: ``recall_at_<k>``,
   ``ndcg_at_<k>``, ``mrr``), their means over the examples with gold evidence in a chunk, with intervals, and
-  ``retrieval_examples``, how many examples those are;
+  ``retrieval_examples``, how many examples those are, and ``retrieval_evidence_too_long``, how many are left out
+  because their evidence is longer than every chunk (where any is);
 - ``unknown_relations``: answers a classifier could not label (always counted as wrong);
 - ``lrcr_question_only``: LRCR of the same classifier shown the question alone (answer and text blanked), where
   the rows have it: how much of LRCR the wording of the questions explains, whatever was retrieved.
@@ -25,6 +26,7 @@ import pandas as pd
 
 from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS
 from opi.metrics.opi import beta_key, bertsim, summary
+from opi.metrics.retrieval import TOO_LONG
 from opi.metrics.stats import column_interval, confidence_intervals
 from opi.relations import UNKNOWN
 
@@ -90,9 +92,10 @@ def rank_metrics(rows: pd.DataFrame, confidence: float = 0.95, resamples: int = 
     """Means of the retrieval metrics over the examples that have them (retrieval needs no answer: every row),
     with bootstrap intervals by cluster; nothing when the rows have no such column."""
     columns = rank_metric_columns(rows)
-    if not columns:
-        return {}
-    metrics = {"retrieval_examples": float(rows[columns].notna().any(axis=1).sum())}
+    too_long = {"retrieval_evidence_too_long": float(rows[TOO_LONG].notna().sum())} if TOO_LONG in rows else {}
+    if not columns:  # no example has them (said, where it is for evidence no chunk can hold: opi.metrics.retrieval)
+        return too_long
+    metrics = {"retrieval_examples": float(rows[columns].notna().any(axis=1).sum()), **too_long}
     for column in columns:
         interval = column_interval(rows, column, confidence, resamples, seed, unit)
         if interval is not None:

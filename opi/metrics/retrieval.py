@@ -3,8 +3,11 @@
 A chunk is relevant to an example when it holds at least one of the example's gold evidence pieces whole (word
 tokens, as ``opi.diagnostics`` matches them) and belongs to the example's own article (in corpus-wide retrieval
 another article can hold the same words, which is no evidence for this question). An example without evidence, or
-whose evidence no chunk holds whole (a piece across a chunk boundary), has no relevant chunk: every metric of it
-is missing (None), never 0.
+whose evidence no chunk holds whole (a piece across a chunk boundary, or longer than any chunk), has no relevant
+chunk: every metric of it is missing (None), never 0. Evidence longer than every chunk (SQuAD's gold paragraphs)
+can never be held whole: such examples are marked in ``evidence_longer_than_chunk`` (1.0), which the run counts
+and says. ``metrics.evidence_match=sentence`` (``EVIDENCE_MATCHES``) counts instead a chunk that holds a whole
+sentence of the evidence: the sentences that hold the gold answer, where any does, else any of its sentences.
 
 - ``recall_at_<k>``: relevant chunks in the top k / all relevant chunks of the index (BEIR's definition);
 - ``ndcg_at_<k>``: binary gains, the ideal DCG over all relevant chunks of the index (scikit-learn's
@@ -24,17 +27,46 @@ from opi.data import Example
 from opi.diagnostics import normalized
 from opi.retrievers.base import Ranking
 
+EVIDENCE_MATCHES = ("whole", "sentence")  # what of the evidence a relevant chunk holds (metrics.evidence_match)
+TOO_LONG = "evidence_longer_than_chunk"  # the column marking examples whose evidence no chunk can hold whole
 
-def relevant_chunks(example: Example, article: Article) -> frozenset[int]:
-    """Ids of the chunks of ``article`` (one article or the corpus view) that hold a gold evidence piece of the
-    example and come from its own article; empty when there are none."""
+
+def evidence_pieces(example: Example, match: str = "whole") -> list[str]:
+    """What a relevant chunk must hold one of, normalized: the evidence pieces (``whole``), or their sentences
+    (``sentence``: those holding the gold answer, where any does, else every one)."""
+    if match not in EVIDENCE_MATCHES:
+        raise ValueError(f"evidence_match must be one of {EVIDENCE_MATCHES}, got {match!r}")
     pieces = [normalized(piece) for piece in example.evidence]
     pieces = [piece for piece in pieces if piece.strip()]  # a piece without words would match anything
+    if match == "whole" or not pieces:
+        return pieces
+    from opi.sentences import split_sentences
+
+    sentences = [normalized(s.text) for piece in example.evidence for s in split_sentences(piece)]
+    sentences = [s for s in sentences if s.strip()]
+    answer = normalized(example.answer)
+    holding = [s for s in sentences if answer.strip() and answer in s]
+    return holding or sentences
+
+
+def relevant_chunks(example: Example, article: Article, match: str = "whole") -> frozenset[int]:
+    """Ids of the chunks of ``article`` (one article or the corpus view) that hold a gold evidence piece of the
+    example (``match``: whole, or a sentence of it) and come from its own article; empty when there are none."""
+    pieces = evidence_pieces(example, match)
     if not pieces:
         return frozenset()
     own = document_id(example.context)
     return frozenset(i for i, chunk in enumerate(article.chunks)
                      if chunk.doc_id == own and any(piece in normalized(chunk.text) for piece in pieces))
+
+
+def longer_than_chunks(example: Example, article: Article) -> bool:
+    """Whether every evidence piece of the example has more words than any chunk of its own article: no chunk can
+    hold one whole."""
+    pieces = evidence_pieces(example)
+    own = document_id(example.context)
+    longest = max((len(normalized(c.text).split()) for c in article.chunks if c.doc_id == own), default=0)
+    return bool(pieces) and all(len(piece.split()) > longest for piece in pieces)
 
 
 def recall_at(rankings: Sequence[Ranking], relevant: AbstractSet[int], k: int) -> float:
@@ -86,21 +118,27 @@ def example_metrics(rankings: Sequence[Ranking], relevant: AbstractSet[int], n_c
 
 
 def retrieval_columns(examples: Sequence[Example], rankings: Mapping[str, Sequence[Ranking]],
-                      articles: Mapping[str, Article], ks: Sequence[int], ordered: bool = True
-                      ) -> dict[str, list[float | None]]:
+                      articles: Mapping[str, Article], ks: Sequence[int], ordered: bool = True,
+                      evidence_match: str = "whole") -> dict[str, list[float | None]]:
     """Per-example columns, in the order of ``examples``. ``rankings``: example id -> ONE deep ranking for a single
     retriever or an A- fusion (``ordered``), or the member rankings of an S- union (``ordered=False``: recall
-    only)."""
+    only). Where some example has no relevant chunk because its evidence is longer than every chunk, the column
+    ``evidence_longer_than_chunk`` too (1.0 there, None elsewhere)."""
     if not ks or any(k < 1 for k in ks):
         raise ValueError(f"retrieval metrics need cut-offs k >= 1, got {list(ks)}")
     columns: dict[str, list[float | None]] = {name: [] for name in column_names(ks, ordered)}
+    too_long: list[float | None] = []
     for example in examples:
         of_example = rankings[example.id]
         if ordered and len(of_example) != 1:
             raise ValueError(f"an ordered configuration has one ranking per example, {example.id} has "
                              f"{len(of_example)}")
         article = articles[document_id(example.context)]
-        values = example_metrics(of_example, relevant_chunks(example, article), len(article.chunks), ks, ordered)
+        relevant = relevant_chunks(example, article, evidence_match)
+        values = example_metrics(of_example, relevant, len(article.chunks), ks, ordered)
         for name, value in values.items():
             columns[name].append(value)
+        too_long.append(1.0 if not relevant and longer_than_chunks(example, article) else None)
+    if any(value is not None for value in too_long):
+        columns[TOO_LONG] = too_long
     return columns

@@ -7,7 +7,7 @@ import json
 
 from tests.helpers.fake_openai import FakeOpenAI
 
-PLACEHOLDER = "Bearer not-needed"  # what the openai client sends when a run names no key variable
+PLACEHOLDER = None  # the Authorization header a request carries when a run names no key variable: none
 
 
 class RecordingOpenAI(FakeOpenAI):

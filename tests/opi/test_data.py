@@ -227,6 +227,36 @@ def test_ids_with_surrounding_spaces_match_their_labels(tmp_path):
     assert [e.relation for e in examples] == LABELS
 
 
+@pytest.mark.parametrize("labels", [
+    pd.DataFrame({"id": [1.0, 2.0, 3.0], "relation": LABELS + ["multi_hop"]}),  # parquet: ids read as floats
+    pd.DataFrame({"id": ["1.0", "2.0", "3.0"], "relation": LABELS + ["multi_hop"]}),  # a spreadsheet's text
+])
+@pytest.mark.parametrize("suffix", ["csv", "parquet", "jsonl"])
+def test_ids_a_label_file_has_as_floats_match_the_data_s_integer_ids(tmp_path, labels, suffix):
+    rows = [{"id": i + 1, **row} for i, row in enumerate(rag12000_rows(3))]  # JSON numbers 1, 2, 3
+    (tmp_path / "d.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    path = tmp_path / f"l.{suffix}"
+    {"csv": lambda: labels.to_csv(path, index=False), "parquet": lambda: labels.to_parquet(path),
+     "jsonl": lambda: labels.to_json(path, orient="records", lines=True)}[suffix]()
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / "d.jsonl"), labels_path=str(path)),
+                                label_set=LABELS)
+    assert [e.id for e in examples] == ["1", "2", "3"]
+    assert [e.relation for e in examples] == LABELS + ["multi_hop"]
+
+
+def test_an_id_is_one_text_whether_read_as_a_number_or_as_text():
+    import numpy as np
+
+    from opi.data import id_text
+
+    assert {id_text(v) for v in (1, 1.0, "1", " 1.0 ", "1.00", np.float64(1.0), np.int64(1), np.float32(1))} == {"1"}
+    assert [id_text(v) for v in (1.5, "1.5", "a01", "007", "1.", "1e3", True)] == [
+        "1.5", "1.5", "a01", "007", "1.", "1e3", "True"]
+    with pytest.raises(DataError, match=r"field 'id': duplicate id '1' \(first at row 1\)"):  # 1 and 1.0: one id
+        from opi.data import validate
+        validate([{"id": 1, **rag12000_rows(1)[0]}, {"id": 1.0, **rag12000_rows(1)[0]}], "d.jsonl")
+
+
 def test_examples_cluster_by_dataset_group_else_their_article(tmp_path):
     from opi.chunking import document_id
 

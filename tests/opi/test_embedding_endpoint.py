@@ -157,6 +157,44 @@ def test_a_vector_of_the_wrong_length_or_not_numbers_is_a_clear_error(texts, set
                                  f"embedding.base_url serves OpenAI-compatible embeddings")
 
 
+def zero_or_constant_vectors(texts):
+    """TEXTS[6] gets all zeros; a request holding TEXTS[7] gets one vector for every text."""
+    vectors = hash_vectors(texts)
+    if TEXTS[6] in texts:
+        vectors[texts.index(TEXTS[6])] = [0.0] * 8
+    if TEXTS[7] in texts:
+        vectors = [vectors[texts.index(TEXTS[7])]] * len(texts)
+    return vectors
+
+
+@pytest.mark.parametrize("texts, problem", [
+    (TEXTS[5:7], "vector 1 is all zeros"),
+    (TEXTS[6:7], "vector 0 is all zeros"),
+    (TEXTS[7:10], "the same vector for all 3 texts of a request, 3 of them different"),
+])
+def test_a_vector_of_zeros_or_one_vector_for_different_texts_is_a_clear_error(texts, problem):
+    with FakeOpenAI(vectors=zero_or_constant_vectors) as server:
+        embedder = EndpointEmbedder(config(server.base_url, batch_size=3, max_retries=0))
+        with pytest.raises(LLMError) as raised:
+            embedder.raw(texts)
+    assert str(raised.value) == (f"{server.base_url} sent embeddings of model 'fake-embed' that OPI cannot use "
+                                 f"({problem}): check embedding.model and embedding.dimensions, and that "
+                                 f"embedding.base_url serves OpenAI-compatible embeddings")
+
+
+def test_one_vector_for_every_text_is_refused_across_requests_too():
+    with FakeOpenAI(vectors=lambda texts: [[0.5] * 8 for _ in texts]) as server:  # one text a request
+        with pytest.raises(LLMError, match=r"\(the same vector for all 3 texts, 3 of them different\)"):
+            EndpointEmbedder(config(server.base_url, batch_size=1)).raw(TEXTS[:3])
+
+
+def test_texts_that_differ_in_case_or_spacing_only_may_share_a_vector():
+    texts = [TEXTS[7], TEXTS[7].upper(), f" {TEXTS[7]}  "]  # as an uncased model, or one that strips, embeds them
+    with FakeOpenAI(vectors=zero_or_constant_vectors) as server:
+        vectors = EndpointEmbedder(config(server.base_url, batch_size=3), normalize=False).raw(texts)
+    assert vectors.shape == (3, 8) and (vectors == vectors[0]).all()
+
+
 def test_json_without_data_is_not_an_embeddings_reply():
     with FakeOpenAI(mode="nochoices") as server:
         with pytest.raises(LLMError, match=r"is not an embeddings reply \(JSON without 'data', HTTP 200"):

@@ -10,6 +10,10 @@ def test_a_filled_sheet_is_read_as_text_cells(tmp_path):
     sheet = read_sheet(tmp_path / "s.csv", ["id", "relation"], "opi-label export")
     assert sheet.to_dict("records") == [{"id": "1", "relation": "deductive"}, {"id": "2", "relation": ""}]
 
+    (tmp_path / "f.csv").write_text("id,relation\n1.0,deductive\n 2 ,\nq3,causal\n")  # ids a spreadsheet saved
+    sheet = read_sheet(tmp_path / "f.csv", ["id", "relation"], "opi-label export")
+    assert list(sheet["id"]) == ["1", "2", "q3"]  # as the data's ids are (opi.data.id_text)
+
 
 @pytest.mark.parametrize("make, message", [
     (lambda p: None, "no such file"),

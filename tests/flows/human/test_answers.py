@@ -266,3 +266,32 @@ def test_plan_inflates_by_the_design_effect_of_the_labels_so_far_or_the_default(
     assert (few["icc"], few["icc_from"], few["from"]) == (DEFAULT_ICC, "default", "labels so far")
     per_question = planned("k", rows.assign(report_unit="example"), human, 0.3)
     assert (per_question["design_effect"], per_question["icc_from"]) == (1.0, "none (unit example)")
+
+
+def test_importing_labels_again_keeps_one_label_a_trace_and_a_changed_label_replaces_the_old(tmp_path):
+    from flows.human.answers import log_assessments
+    from flows.tracking.traces import EXAMPLE_TAG
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_experiment("labels")
+    with mlflow.start_run() as run:
+        for example in ("e1", "e2"):
+            with mlflow.start_span(name="example"):
+                mlflow.update_current_trace(tags={EXAMPLE_TAG: example})
+    mlflow.flush_trace_async_logging()
+    client = mlflow.MlflowClient(uri)
+    human = pd.DataFrame({"run_id": run.info.run_id, "example_id": ["e1", "e2", "e3"],  # e3: no trace
+                          "human_relation": ["causal", "temporal", "causal"]})
+
+    def labels() -> dict[str, list]:
+        traces = client.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id)
+        return {t.info.tags[EXAMPLE_TAG]: sorted(a.value for a in t.info.assessments if a.name == "human_relation")
+                for t in traces}
+
+    for _ in range(3):  # the same sheet, imported three times: one label a trace
+        assert log_assessments(client, uri, human) == 2
+    assert labels() == {"e1": ["causal"], "e2": ["temporal"]}
+    changed = human.assign(human_relation=["causal", "comparative", "causal"])
+    assert log_assessments(client, uri, changed) == 2
+    assert labels() == {"e1": ["causal"], "e2": ["comparative"]}

@@ -359,3 +359,46 @@ def test_each_request_s_record_says_its_reply_whether_it_was_cached_and_its_toke
     assert [(r.content, r.prompt_tokens, r.completion_tokens) for r in again] == [
         (r.content, r.prompt_tokens, r.completion_tokens) for r in paid]  # the tokens of the call that paid
     assert first.record_of(QUESTIONS[5]) is None  # never asked here
+
+
+def test_a_keyless_endpoint_gets_no_authorization_header_and_a_keyed_one_gets_its_key(monkeypatch):
+    from opi.embeddings.endpoint import EndpointEmbedder
+    from opi.schemas import EmbeddingConfig
+    from tests.helpers.recording_openai import RecordingOpenAI
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-this-endpoint")  # a keyless endpoint sends no key, not this
+    monkeypatch.setenv("OPI_TEST_KEY", "the-key")
+    with RecordingOpenAI() as server:
+        ChatClient(settings(server.base_url, model="keyless", api_key_env=None)).complete(
+            [{"role": "user", "content": "hi"}])
+        EndpointEmbedder(EmbeddingConfig(provider="openai-compatible", model="keyless-embed", base_url=server.base_url,
+                                         api_key_env=None)).raw(["one", "two"])
+        ChatClient(settings(server.base_url, model="keyed", api_key_env="OPI_TEST_KEY")).complete(
+            [{"role": "user", "content": "hi"}])
+    assert server.authorizations() == {"keyless": {None}, "keyless-embed": {None}, "keyed": {"Bearer the-key"}}
+
+
+class LongWinded(FakeOpenAI):
+    """Replies as long as the question asks ("<n> characters"): an endpoint that ignores max_tokens."""
+
+    @staticmethod
+    def reply_for(body: dict) -> str:
+        wanted = int(body["messages"][-1]["content"].split()[0])
+        return ("All work and no play. " * (wanted // 22 + 1))[:wanted]
+
+
+def test_a_reply_far_longer_than_max_tokens_allows_is_cut_and_counted_and_a_fair_one_is_not(tmp_path):
+    asked = [[{"role": "user", "content": f"{n} characters please"}] for n in (30, 100, 1_000_000)]
+    with LongWinded() as server:  # max_tokens=8: cut at 32 characters; overlong past 128, or 16 tokens as counted
+        client = ChatClient(settings(server.base_url, max_tokens=8), CallCache(tmp_path / "calls.sqlite"))
+        replies = client.complete_many(batch(asked))
+        again = ChatClient(settings(server.base_url, max_tokens=8), CallCache(tmp_path / "calls.sqlite"))
+        assert again.complete_many(batch(asked)) == replies and again.usage.cache_hits == 3
+    assert [len(r) for r in replies] == [30, 32, 32]  # 100 characters: 25 tokens as the endpoint counts them, > 16
+    assert replies[2] == "All work and no play. All work a"
+    assert client.usage.overlong_replies == again.usage.overlong_replies == 2  # a cached reply is counted again
+    cache = CallCache(tmp_path / "calls.sqlite")  # the cut reply is kept, not the megabyte
+    assert sorted(len(cache.get(client._key(client.request(m)))["content"]) for m in asked) == [30, 32, 32]
+    assert client.usage.as_metrics("llm_answer")["llm_answer_overlong_replies"] == 2
+    plain = Usage()
+    assert "overlong_replies" not in plain.counts()  # no new metric where nothing was cut

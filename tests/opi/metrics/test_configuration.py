@@ -140,3 +140,14 @@ def test_retrieval_metrics_are_averaged_over_the_examples_with_evidence():
             } == without  # the other metrics do not change
     unlabelled, _ = metrics_of(rows.assign(relation=None))
     assert unlabelled["mrr"] == pytest.approx(0.5) and unlabelled["retrieval_examples"] == 3
+
+
+def test_examples_left_out_for_evidence_longer_than_a_chunk_are_counted():
+    rows = four_rows(mrr=pd.array([1.0, None, None, 0.0], dtype="Float64"),
+                     evidence_longer_than_chunk=pd.array([None, 1.0, 1.0, None], dtype="Float64"))
+    metrics, _ = metrics_of(rows)
+    assert metrics["retrieval_examples"] == 2 and metrics["retrieval_evidence_too_long"] == 2
+    assert "retrieval_evidence_too_long" not in metrics_of(four_rows(mrr=pd.array([1.0, None, 0.5, 0.0],
+                                                                                  dtype="Float64")))[0]
+    nowhere, _ = metrics_of(four_rows(evidence_longer_than_chunk=pd.array([1.0] * 4, dtype="Float64")))
+    assert "retrieval_examples" not in nowhere and nowhere["retrieval_evidence_too_long"] == 4  # no metric at all

@@ -98,3 +98,38 @@ def test_in_a_corpus_view_only_the_examples_own_article_is_relevant():
 def test_cut_offs_must_be_positive():
     with pytest.raises(ValueError, match="k >= 1"):
         retrieval_columns(EXAMPLES, RANKINGS, ARTICLES, ks=[0])
+
+
+# --- evidence longer than a chunk (SQuAD's gold paragraphs) -----------------------------------------------------
+
+PARAGRAPH = ("The bridge opened in 1911. It spans the river Tay. Trains cross it daily. Repairs finished in 2001. "
+             "Painters came back in 2010.")  # 24 words: longer than every chunk below (at most 8)
+
+
+def squad_like() -> tuple[list[Example], dict]:
+    answered = Example("s1", CONTEXT, "When did repairs finish?", "2001", None, (PARAGRAPH,))
+    unanswered = Example("s2", CONTEXT, "What crosses it?", "a ferry", None, (PARAGRAPH,))
+    fits = example("s3", "spans the river Tay")  # a piece a chunk holds: as before
+    return [answered, unanswered, fits], {e: [Ranking.by_position([2, 4, 0])] for e in ("s1", "s2", "s3")}
+
+
+def test_evidence_longer_than_every_chunk_is_marked_and_has_no_metrics_under_whole():
+    examples, rankings = squad_like()
+    columns = retrieval_columns(examples, rankings, ARTICLES, ks=[1, 2])
+    assert columns["mrr"] == [None, None, 0.0] and columns["recall_at_2"] == [None, None, 0.0]
+    assert columns["evidence_longer_than_chunk"] == [1.0, 1.0, None]
+    assert "evidence_longer_than_chunk" not in retrieval_columns(EXAMPLES, RANKINGS, ARTICLES, ks=[1])
+
+
+def test_under_sentence_a_chunk_holding_a_whole_sentence_of_the_evidence_is_relevant():
+    examples, rankings = squad_like()
+    index = ARTICLES[document_id(CONTEXT)]
+    # the sentence holding the answer 2001: chunk 4 only; no sentence holds "a ferry": any sentence, chunks 0-4
+    assert relevant_chunks(examples[0], index, "sentence") == {4}
+    assert relevant_chunks(examples[1], index, "sentence") == {0, 1, 2, 3, 4}
+    assert relevant_chunks(examples[2], index, "sentence") == relevant_chunks(examples[2], index) == {1}
+    columns = retrieval_columns(examples, rankings, ARTICLES, ks=[1, 2], evidence_match="sentence")
+    assert columns["mrr"] == [0.5, 1.0, 0.0]  # s1: chunk 4 at rank 2; s2: chunk 2 at rank 1
+    assert columns["recall_at_2"] == [1.0, 0.4, 0.0] and "evidence_longer_than_chunk" not in columns
+    with pytest.raises(ValueError, match="evidence_match must be one of"):
+        retrieval_columns(examples, rankings, ARTICLES, ks=[1], evidence_match="part")
