@@ -1,18 +1,29 @@
 """The MLflow store a run writes to: a client for it (no process-wide MLflow state), the experiment (created under
-a file lock beside a local SQLite store, whose first use migrates it), and runs that a dead process left RUNNING."""
+a file lock beside a local SQLite store, whose first use migrates it), and runs that a dead process left RUNNING.
+
+A local SQLite store another process is writing is waited for, not failed on: each time MLflow takes a connection
+to it, one held by another writer is waited for up to ``BUSY_WAIT_S`` (said once per wait); past that, MLflow's
+"database is locked" is one line saying the store is busy, not damaged (``flows.run.errors``), and MLflow's own
+logged traceback of it stays off the console."""
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager
+import sqlite3
+import time
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from filelock import FileLock
 from mlflow import MlflowClient
+from sqlalchemy import event
+from sqlalchemy.pool import Pool
 
-from flows.run.errors import CommandError
-from flows.run.store_checks import MLFLOW_FIX, intact_sqlite
+from flows.run import store_checks
+from flows.run.errors import CommandError, from_sqlite
+from flows.run.store_checks import MLFLOW_FIX, PLACES, busy, intact_sqlite
 from flows.tracking.owners import gone
 from opi.schemas import TrackingConfig
+from opi.sqlite_file import sqlite_problem
 
 log = logging.getLogger("opi")
 KIND_TAG = "mlflow.experimentKind"
@@ -34,9 +45,68 @@ def store_setup_lock(uri: str):
         yield
 
 
+def wait_while_busy(connection, record, proxy) -> None:
+    """Pool checkout: an SQLite file another process holds (a writer's lock) is waited for, up to
+    ``BUSY_WAIT_S`` with a line saying so, before MLflow uses the connection (MLflow's own wait is 20 s, and none
+    when it first opens the store); the connection then waits as long by itself."""
+    if not isinstance(connection, sqlite3.Connection):
+        return
+    if "opi.path" not in record.info:
+        try:
+            row = connection.execute("PRAGMA database_list").fetchone()
+        except sqlite3.Error:
+            return
+        record.info["opi.path"] = row[2] if row else ""
+    path, wait = record.info["opi.path"], store_checks.BUSY_WAIT_S
+    if not path:
+        return
+    deadline = None
+    try:
+        with suppress(sqlite3.Error):
+            connection.execute("PRAGMA busy_timeout=0")
+        while True:
+            try:
+                connection.execute("SELECT count(*) FROM sqlite_master").fetchall()  # read to the end: no lock kept
+                return
+            except sqlite3.Error as err:
+                if not busy(err):
+                    return  # MLflow's own use says what it is
+            if deadline is None:
+                deadline = time.monotonic() + wait
+                log.warning("%s is busy (another process is writing to it): waiting up to %.0f s", path, wait)
+            if time.monotonic() >= deadline:
+                return  # MLflow's use fails as busy: one line (flows.run.errors)
+            time.sleep(0.25)
+    finally:
+        with suppress(sqlite3.Error):  # a connection SQLite refuses: MLflow's use of it says why
+            connection.execute(f"PRAGMA busy_timeout={int(wait * 1000)}")
+
+
+class StoreProblemOffConsole(logging.Filter):
+    """MLflow logs the SQLAlchemy error of a full, read-only or busy store with its traceback before raising it:
+    the raised error is the one line the command ends with (its traceback in the run's log file)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return error is None or not (from_sqlite(error) and sqlite_problem(error))
+
+
+if not getattr(Pool, "_opi_waits_while_busy", False):
+    event.listen(Pool, "checkout", wait_while_busy)
+    Pool._opi_waits_while_busy = True
+    logging.getLogger("mlflow.store.db.utils").addFilter(StoreProblemOffConsole())
+
+
+def mlflow_store_in_use(tracking_uri: str) -> None:
+    """The local SQLite store this process writes or reads, for naming it in a store error."""
+    if tracking_uri.startswith("sqlite:///"):
+        PLACES["tracking.tracking_uri"] = Path(tracking_uri.removeprefix("sqlite:///")).expanduser().resolve()
+
+
 def existing_store(tracking_uri: str) -> MlflowClient:
     """A client for a store a read-only command reads (opi-report, opi-annotate, opi-nightly's baseline commands):
     one that does not exist is said in one line, not created; a damaged one too."""
+    mlflow_store_in_use(tracking_uri)
     if tracking_uri.startswith("sqlite:///"):
         path = Path(tracking_uri.removeprefix("sqlite:///"))
         if not path.is_file():
@@ -55,6 +125,7 @@ def open_experiment(tracking: TrackingConfig, experiment: str | None = None) -> 
     """(client, experiment id) for ``tracking``'s store and experiment (or ``experiment``), the experiment created
     if it is new; the first time in a process, runs a dead process left RUNNING there are marked FAILED."""
     name = experiment or tracking.experiment
+    mlflow_store_in_use(tracking.tracking_uri)
     with store_setup_lock(tracking.tracking_uri):  # two processes creating a new SQLite store would race
         client = MlflowClient(tracking.tracking_uri)
         found = client.get_experiment_by_name(name)

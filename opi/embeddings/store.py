@@ -2,12 +2,15 @@
 concurrent processes share (WAL; a vector written twice by two processes is the same vector, the first stays).
 
 A model key names the model's *content* (``opi.embeddings.local.model_key``, ``EndpointEmbedder.key``), so a
-retrained folder never serves stale vectors. An entry that cannot be read as a vector of the model's length is a
-miss: it is computed again and replaced.
+retrained folder never serves stale vectors. The length of a model's vectors is kept beside them (table
+``lengths``, from the vectors OPI computed; for a store made before it, the most common length found). An entry
+that cannot be read as a vector of that length, or that is all zeros or not finite, is a miss: it is computed
+again and replaced, never served; the misses are counted (``unusable``) and said once.
 """
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -17,6 +20,8 @@ from opi.sqlite_file import SQLiteFile
 
 SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text BLOB NOT NULL, vector BLOB NOT NULL, "
           "PRIMARY KEY (model, text)) WITHOUT ROWID")
+LENGTHS = "CREATE TABLE IF NOT EXISTS lengths (model TEXT PRIMARY KEY, length INTEGER NOT NULL)"
+log = logging.getLogger("opi")
 BATCH = 500  # texts per SELECT (SQLite's default limit is 32,766 parameters)
 
 
@@ -25,15 +30,44 @@ def text_key(text: str) -> bytes:
 
 
 class EmbeddingStore(SQLiteFile):
+    damaged_fix = "move it away or delete it (the vectors it kept will be computed again)"
+
     def __init__(self, path: str | Path):
+        self.unusable = 0  # entries found but not served (another length, all zeros, not finite): computed again
         super().__init__(path, SCHEMA, "embedding store")
 
+    def statements(self) -> list[str]:
+        return [SCHEMA, LENGTHS]
+
+    def _open(self) -> None:
+        super()._open()
+        db = self._connect()
+        if db.execute("SELECT 1 FROM lengths LIMIT 1").fetchone() or not db.execute(
+                "SELECT 1 FROM vectors LIMIT 1").fetchone():
+            return
+        # a store made before lengths were kept: each model's most common length (read once)
+        found = db.execute("SELECT model, length(vector) / 4, COUNT(*) FROM vectors WHERE length(vector) % 4 = 0 "
+                           "GROUP BY model, length(vector)").fetchall()
+        common: dict[str, tuple[int, int]] = {}
+        for model, length, n in found:
+            if n > common.get(model, (0, 0))[1]:
+                common[model] = (length, n)
+        db.executemany("INSERT OR IGNORE INTO lengths (model, length) VALUES (?, ?)",
+                       [(model, length) for model, (length, _) in common.items()])
+
+    def length(self, model: str) -> int | None:
+        """The length of ``model``'s vectors, as OPI computed them (None: none kept yet)."""
+        row = self.connection().execute("SELECT length FROM lengths WHERE model = ?", (model,)).fetchone()
+        return row[0] if row else None
+
     def get(self, model: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """The stored raw vectors of ``texts`` under ``model`` (float32), by text; absent or unreadable ones left
-        out."""
+        """The stored raw vectors of ``texts`` under ``model`` (float32), by text; absent or unusable ones (another
+        length than the model's, all zeros, not finite) left out, and counted."""
         keys = {text_key(t): t for t in dict.fromkeys(texts)}
         found: dict[str, np.ndarray] = {}
         db = self.connection()
+        length = self.length(model)
+        unusable = 0
         wanted = list(keys)
         for start in range(0, len(wanted), BATCH):
             part = wanted[start:start + BATCH]
@@ -41,20 +75,37 @@ class EmbeddingStore(SQLiteFile):
                               f"({','.join('?' * len(part))})", (model, *part)).fetchall()
             for key, blob in rows:
                 vector = _vector(blob)
-                if vector is not None:
+                if vector is None or (length is not None and len(vector) != length):
+                    unusable += 1
+                else:
                     found[keys[bytes(key)]] = vector
+        if unusable:
+            self.said_unusable(unusable)
         return found
 
+    def said_unusable(self, count: int) -> None:
+        if not self.unusable:
+            log.warning("the embedding store %s holds vectors that cannot be used (another length than the "
+                        "model's, all zeros or not finite): they are computed again and replaced", self.path)
+        self.unusable += count
+
     def put(self, model: str, vectors: Iterable[tuple[str, np.ndarray]]) -> None:
-        rows = [(model, text_key(t), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for t, v in vectors]
+        """Keep the vectors OPI computed (one that is all zeros or not finite is not kept: it would be a miss);
+        their length becomes the model's."""
+        arrays = [(t, np.ascontiguousarray(v, dtype=np.float32)) for t, v in vectors]
+        rows = [(model, text_key(t), v.tobytes()) for t, v in arrays if usable(v)]
+        if not rows:
+            return
         db = self.connection()
         db.execute("BEGIN")
         try:
             # REPLACE: an unreadable entry that was read as a miss is overwritten by the vector computed again
             db.executemany("INSERT OR REPLACE INTO vectors (model, text, vector) VALUES (?, ?, ?)", rows)
+            db.execute("INSERT OR REPLACE INTO lengths (model, length) VALUES (?, ?)", (model, len(rows[0][2]) // 4))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite ends the transaction itself on some errors (a full disk)
+                db.execute("ROLLBACK")
             raise
 
     def count(self, model: str | None = None) -> int:
@@ -63,8 +114,13 @@ class EmbeddingStore(SQLiteFile):
         return self.connection().execute("SELECT COUNT(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0]
 
 
+def usable(vector: np.ndarray) -> bool:
+    """A vector that can be served: finite, not all zeros (no model's embedding of a text; a cosine of 0)."""
+    return bool(vector.size) and bool(np.isfinite(vector).all()) and bool(vector.any())
+
+
 def _vector(blob) -> np.ndarray | None:
     if not isinstance(blob, (bytes, memoryview)) or len(blob) == 0 or len(blob) % 4:
         return None
     vector = np.frombuffer(bytes(blob), dtype=np.float32)
-    return vector if np.isfinite(vector).all() else None
+    return vector if usable(vector) else None
