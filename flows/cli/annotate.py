@@ -4,12 +4,15 @@
     opi-annotate export --out sheet.csv        # the latest sweep's answers, blind and de-duplicated
     (people fill the score column with 0, 3 or 7)
     opi-annotate import sheet.csv              # validate, then log the meta-evaluation to the sweep's parent run
+
+Every option goes before or after the subcommand.
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from flows.cli.options import Shared, completed
 from flows.cli.start import add_store_arguments, console_logging, run_command, start_command
 
 
@@ -23,21 +26,37 @@ def edges(text: str) -> tuple[float, ...]:
     return values
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="opi-annotate", description=__doc__.split("\n")[0])
+def sweep_arguments(parser) -> None:
+    """Which sweep: accepted before and after the subcommand (``flows.cli.options``)."""
     add_store_arguments(parser)
     parser.add_argument("--sweep", help="parent run id of the sweep (default: the latest sweep)")
+
+
+def export_arguments(parser) -> None:
+    parser.add_argument("--out", type=Path, default=Path("annotation_sheet.csv"))
+    parser.add_argument("--seed", type=int, default=0, help="row shuffle (and the sample's draw)")
+    parser.add_argument("--n", type=int, help="answers per configuration, drawn within relations (default: all); "
+                        "the LLM judge's scores on the rest calibrate people's mean (extrinsic_calibrated)")
+
+
+def import_arguments(parser) -> None:
+    parser.add_argument("--brackets", type=edges, default=edges("0.3333,0.6667"),
+                        help="bracket edges on [0, 1] for bracket accuracy (default: thirds)")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="opi-annotate", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     out = commands.add_parser("export", help="write the blank annotation sheet")
-    out.add_argument("--out", type=Path, default=Path("annotation_sheet.csv"))
-    out.add_argument("--seed", type=int, default=0, help="row shuffle (and the sample's draw)")
-    out.add_argument("--n", type=int, help="answers per configuration, drawn within relations (default: all); the "
-                     "LLM judge's scores on the rest calibrate people's mean (extrinsic_calibrated)")
     back = commands.add_parser("import", help="read a filled sheet and log the meta-evaluation")
     back.add_argument("sheet", type=Path)
-    back.add_argument("--brackets", type=edges, default=edges("0.3333,0.6667"),
-                      help="bracket edges on [0, 1] for bracket accuracy (default: thirds)")
+    # every option goes before or after the subcommand (flows.cli.options)
+    shared = [Shared(sweep_arguments), Shared(export_arguments, "export"), Shared(import_arguments, "import")]
+    shared[0].add_to(parser, out, back)
+    shared[1].add_to(parser, out)
+    shared[2].add_to(parser, back)
     args = parser.parse_args(argv)
+    completed(parser, args, args.command, *shared)
     if getattr(args, "n", None) is not None and args.n < 1:
         parser.error(f"--n must be >= 1, got {args.n}")
     return args

@@ -17,6 +17,7 @@ import logging
 import sys
 from pathlib import Path
 
+from flows.cli.options import Shared, completed
 from flows.cli.start import add_store_arguments, console_logging, run_command, start_command
 from flows.nightly import CHAMPION, DEPLOYMENT
 from opi.regression import ALPHA, MIN_OVERLAP, TOLERANCE, UNIT
@@ -33,7 +34,8 @@ COMMANDS = {
 }
 
 
-def gate_arguments(sub: argparse.ArgumentParser) -> None:
+def gate_arguments(sub) -> None:
+    """The options of run and serve (their Hydra overrides are positional: after the subcommand)."""
     sub.add_argument("--baseline", default=CHAMPION, help="champion (default), a parent run id, or a .json file")
     sub.add_argument("--promote", action="store_true", help="make a passing run the new champion")
     sub.add_argument("--tolerance", type=float, default=TOLERANCE,
@@ -45,25 +47,40 @@ def gate_arguments(sub: argparse.ArgumentParser) -> None:
                           f"(default {MIN_OVERLAP})")
     sub.add_argument("--unit", choices=("article", "example"), default=UNIT,
                      help=f"what the paired test swaps: whole articles or single questions (default {UNIT})")
-    sub.add_argument("overrides", nargs="*", help="Hydra overrides for the sweep, e.g. llm=gpt-4o")
+
+
+def schedule_arguments(sub) -> None:
+    sub.add_argument("--cron", default="0 2 * * *", help="schedule (default 02:00)")
+    sub.add_argument("--timezone", default="UTC", help="the schedule's time zone (default UTC)")
+    sub.add_argument("--name", default=DEPLOYMENT, help="deployment name")
+
+
+def baseline_file_arguments(sub) -> None:
+    sub.add_argument("--sweep", help="parent run id (default: the champion)")
+    sub.add_argument("--out", type=Path, help="the JSON file to write (required)")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="opi-nightly", description="Nightly regression evaluation with a baseline "
-                                     "gate (a Prefect flow; results in MLflow).")
+                                     "gate (a Prefect flow; results in MLflow). Options go before or after the "
+                                     "subcommand; Hydra overrides (run, serve) after it.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{run,serve,promote,export-baseline}")
     subs = {name: commands.add_parser(name, help=text, description=text) for name, text in COMMANDS.items()}
+    # every option is accepted before and after the subcommand it applies to (flows.cli.options)
+    shared = [(Shared(gate_arguments, "run", "serve"), ("run", "serve")),
+              (Shared(schedule_arguments, "serve"), ("serve",)),
+              (Shared(add_store_arguments, "promote", "export-baseline"), ("promote", "export-baseline")),
+              (Shared(baseline_file_arguments, "export-baseline"), ("export-baseline",))]
+    for options, names in shared:
+        options.add_to(parser, *(subs[name] for name in names))
     for name in ("run", "serve"):
-        gate_arguments(subs[name])
-    subs["serve"].add_argument("--cron", default="0 2 * * *", help="schedule (default 02:00)")
-    subs["serve"].add_argument("--timezone", default="UTC", help="the schedule's time zone (default UTC)")
-    subs["serve"].add_argument("--name", default=DEPLOYMENT, help="deployment name")
-    subs["promote"].add_argument("sweep", help="the sweep's parent run id")
-    subs["export-baseline"].add_argument("--sweep", help="parent run id (default: the champion)")
-    subs["export-baseline"].add_argument("--out", type=Path, required=True, help="the JSON file to write")
-    for name in ("promote", "export-baseline"):
-        add_store_arguments(subs[name])
-    return parser.parse_args(argv)
+        subs[name].add_argument("overrides", nargs="*", help="Hydra overrides for the sweep, e.g. llm=gpt-4o")
+    subs["promote"].add_argument("run_id", metavar="sweep", help="the sweep's parent run id")
+    args = parser.parse_args(argv)
+    completed(parser, args, args.command, *(options for options, _ in shared))
+    if args.command == "export-baseline" and args.out is None:
+        subs["export-baseline"].error("the following arguments are required: --out")
+    return args
 
 
 def gate_parameters(args: argparse.Namespace) -> dict:
@@ -88,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
             else:
                 gate.serve(args.name, args.cron, args.timezone, parameters)
         elif args.command == "promote":
-            gate.promote_by_hand(args.tracking_uri, args.experiment, args.sweep)
+            gate.promote_by_hand(args.tracking_uri, args.experiment, args.run_id)
         else:
             gate.export_baseline(args.tracking_uri, args.experiment, args.sweep, args.out)
 

@@ -22,9 +22,12 @@ def main() -> None:
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train_classifier")
 def train(cfg: DictConfig) -> float:
     from flows.run.errors import run_or_explain  # after start_command: Prefect and MLflow read the environment
+    from flows.run.preflight import check_models, classifier_models
     from flows.training.classifier import train_classifier
 
-    metrics = run_or_explain(train_classifier, checked(cfg))
+    config = checked(cfg)
+    run_or_explain(check_models, config, classifier_models(config))  # one line, before the data loads
+    metrics = run_or_explain(train_classifier, config)
     return float(metrics.get("accuracy", 0.0))
 
 

@@ -18,6 +18,7 @@ from flows.orchestration import tasks
 from flows.orchestration.tasks import StageContext
 from flows.run.config import compose_config, typed
 from flows.run.data import file_training, load_data
+from flows.run.identity import own_embedding
 from flows.tracking.registry import resolve_registered
 from opi.classify import TrainingSet
 from opi.data import DataError
@@ -95,7 +96,8 @@ def silver_labels(config: OPIConfig, examples, labels: list[str]) -> list[str]:
     training = TrainingSet(ids, triples, labels, cross_fit=True)
     if getattr(config.classifier, "train_path", None):
         training = file_training(config.classifier.train_path, config.relations.set)
-    context = StageContext(config.embedding, config.relations.set, config.seed, config.paths.llm_cache)
+    context = StageContext(own_embedding(config, config.classifier), config.relations.set, config.seed,
+                           config.paths.llm_cache)  # the classifier's own embedding over the run's, as runs use it
     result = tasks.classify.fn(config.classifier, config.llm, training, ids, triples, context, "",
                                resolve_registered(config))
     return result["predicted"]

@@ -11,10 +11,12 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import sys
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 from hydra import compose, initialize_config_dir
@@ -25,7 +27,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from flows.run.errors import EXIT_USER_ERROR, composed
 from opi import components
-from opi.rerankers import reranks
+from opi.rerankers import NoReranker, reranks
 from opi.secrets import resolved_settings_problem, settings_problem
 from opi.schemas import (ChunkingConfig, DatasetConfig, EmbeddingConfig, LLMConfig, MetricsConfig, OPIConfig,
                          OrchestrationConfig, RelationsConfig, ReportConfig, TrackingConfig, TrainConfig)
@@ -93,17 +95,108 @@ def compose_config(overrides: list[str], config_name: str = "config") -> DictCon
         return compose(config_name, overrides=list(overrides))
 
 
-def typed(cfg: DictConfig, overridden: list[str] = ()) -> OPIConfig:
+# what the run calls on a component of each group (each entry: one of these methods), and how to write one
+KINDS = {
+    "retriever": ("a retriever", [("prepare",), ("rank_examples",)],
+                  "subclass opi.retrievers.Retriever and implement score() or rank()", "MyRetriever"),
+    "combination": ("a combination", [("combine",), ("ranking",)], "see opi.combine.RankFusion", "MyCombination"),
+    "rerank": ("a reranker", [("scores", "score_many")],
+               "subclass opi.rerankers.Reranker and implement scores() or score_many()", "MyReranker"),
+    "classifier": ("a relation classifier", [("predict",)], "a class with predict(triples, progress=None)",
+                   "MyClassifier"),
+    "llm.reader": ("a reader", [("answer",)], "a class with answer(questions, sentence_lists, progress=None)",
+                   "MyReader"),
+}
+
+
+def kind_check(group: str):
+    """The check ``components.check`` makes of a ``group`` component's class: None when the run can use it, else
+    what it is not and how to write one."""
+    what, needs, how, _ = KINDS[group]
+
+    def problem(cls: Any) -> str | None:
+        if group == "rerank" and cls is NoReranker:
+            return None
+        missing = [" or ".join(f"{name}()" for name in names) for names in needs
+                   if not any(callable(getattr(cls, name, None)) for name in names)]
+        if not missing:
+            return None
+        return f"is not {what} (it has no {' and no '.join(missing)}): {how}"
+
+    return problem
+
+
+def component_nodes(cfg: DictConfig) -> dict[str, str]:
+    """Where each component sits in ``cfg``, by the group whose kind it is: {"retriever": "retriever",
+    "retrievers.mmr": "retriever", ..., "llm.reader": "llm.reader"}."""
+    nodes = {"retriever": "retriever", **{f"retrievers.{name}": "retriever" for name in cfg.get("retrievers") or {}},
+             "combination": "combination", "rerank": "rerank", "classifier": "classifier", "llm.reader": "llm.reader"}
+    return {path: group for path, group in nodes.items() if OmegaConf.select(cfg, path, default=None) is not None}
+
+
+def check_targets(cfg: DictConfig, choices: dict | None = None) -> None:
+    """Every component names its class: ``retriever=custom`` without ``retriever._target_`` is refused in one line
+    (not a traceback from deep in OmegaConf). ``choices``: the options the configuration was composed of."""
+    choices = choices or {}
+    for path, group in component_nodes(cfg).items():
+        node = OmegaConf.select(cfg, path)
+        if isinstance(node, DictConfig) and "_target_" in node.keys() and OmegaConf.is_missing(node, "_target_"):
+            group_name = path.split(".")[0]  # llm.reader: the llm group's option
+            option = path if path.startswith("retrievers.") else f"{group_name}={choices.get(group_name) or 'custom'}"
+            raise ValueError(f"{option} needs {path}._target_: the import path of your class, e.g. "
+                             f"{path}._target_=my_pkg.{KINDS[group][3]} ({KINDS[group][2]})")
+
+
+def unused_combination_settings(cfg: DictConfig, overridden: list[str]) -> list[tuple[str, str]]:
+    """(override, setting) of each ``combination.<setting>`` override whose combination has no such setting
+    (``combination.k`` in a single retriever's or an S- configuration, added with ``++``)."""
+    node = cfg.get("combination")
+    if not isinstance(node, DictConfig) or "_target_" not in node.keys() or OmegaConf.is_missing(node, "_target_"):
+        return []
+    try:
+        cls = components.imported(node._target_)
+    except ValueError:
+        return []  # said when the combination is built
+    settings = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set(
+        inspect.signature(cls).parameters)
+    keys = [(override, override.lstrip("+~").split("=", 1)[0].split(".")) for override in overridden]
+    return [(override, key[1]) for override, key in keys
+            if len(key) > 1 and key[0] == "combination" and key[1] not in settings | {"_target_"}]
+
+
+def check_combination_settings(cfg: DictConfig, overridden: list[str], choices: dict | None = None) -> None:
+    """A ``combination.<setting>`` override that changes nothing is refused (as ``retriever.*`` in an A-/S-
+    configuration is), naming the configuration (and the setup, in a sweep over setups) it changes nothing in."""
+    setup = (choices or {}).get("setup")
+    chosen = f" (setup={setup})" if setup else ""
+    for override, setting in unused_combination_settings(cfg, overridden)[:1]:
+        given = override.lstrip("+")
+        if not cfg.combination.get("members"):
+            name = OmegaConf.select(cfg, "retriever.name", default=None) or "the single retriever"
+            raise ValueError(f"{given!r} changes nothing in {name}{chosen}, a single retriever (no combination): "
+                             f"its settings are retriever.* (retriever.{setting}=...)")
+        hint = " (each member keeps its own top k: set retrievers.<member>.k)" if setting == "k" else ""
+        raise ValueError(f"{given!r} changes nothing in {cfg.combination.get('name')}{chosen}, which has no setting "
+                         f"{setting!r}{hint}")
+
+
+def typed(cfg: DictConfig, overridden: list[str] = (), choices: dict | None = None) -> OPIConfig:
     """The checked, typed configuration. ``overridden``: the user's command-line overrides, to refuse the ones
-    that would change nothing (``retriever.*`` in an A-/S- configuration)."""
+    that would change nothing (``retriever.*`` in an A-/S- configuration, ``combination.k`` in a single one);
+    ``choices``: the options it was composed of, for messages (default: the running Hydra job's)."""
+    if choices is None:
+        choices = dict(HydraConfig.get().runtime.choices) if HydraConfig.initialized() else {}
     refuse_secrets(cfg)
+    check_targets(cfg, choices)
+    check_combination_settings(cfg, list(overridden), choices)
     config: OPIConfig = OmegaConf.to_object(cfg)
-    config.retriever = components.check(config.retriever, "retriever")
-    config.retrievers = {name: components.check(node, f"retrievers.{name}") for name, node in config.retrievers.items()}
-    config.combination = components.check(config.combination, "combination")
-    config.rerank = components.check(config.rerank, "rerank")
-    config.classifier = components.check(config.classifier, "classifier")
-    config.llm.reader = components.check(config.llm.reader, "llm.reader")
+    config.retriever = components.check(config.retriever, "retriever", kind_check("retriever"))
+    config.retrievers = {name: components.check(node, f"retrievers.{name}", kind_check("retriever"))
+                         for name, node in config.retrievers.items()}
+    config.combination = components.check(config.combination, "combination", kind_check("combination"))
+    config.rerank = components.check(config.rerank, "rerank", kind_check("rerank"))
+    config.classifier = components.check(config.classifier, "classifier", kind_check("classifier"))
+    config.llm.reader = components.check(config.llm.reader, "llm.reader", kind_check("llm.reader"))
     if not config.single:
         check_members(config, overridden)
     check_candidates(config)

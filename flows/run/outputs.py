@@ -36,8 +36,9 @@ def prompt_tags(config: OPIConfig) -> dict[str, str]:
     tags = {}
     if config.llm.endpoint and hasattr(config.llm.reader, "prompt"):
         tags["opi.prompt.answer"] = load_prompt(config.llm.reader.prompt).version
-    if hasattr(config.classifier, "prompt"):
-        tags["opi.prompt.relation"] = load_prompt(config.classifier.prompt).version
+    if hasattr(config.classifier, "prompt"):  # a fine-tuned model is asked in its training format instead
+        prompt = "finetune_system" if getattr(config.classifier, "finetuned", False) else config.classifier.prompt
+        tags["opi.prompt.relation"] = load_prompt(prompt).version
     return tags
 
 

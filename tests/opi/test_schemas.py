@@ -38,6 +38,7 @@ REFUSED = [
     (lambda: EmbeddingConfig(provider="openai-compatible", concurrency=0), "embedding.concurrency >= 1, got 6 and 0"),
     (lambda: EmbeddingConfig(provider="remote"), "embedding.provider must be one of sentence-transformers, "),
     (lambda: MetricsConfig(retrieval_k=[0, 4]), "metrics.retrieval_k: cut-offs >= 1"),
+    (lambda: MetricsConfig(evidence_match="part"), "metrics.evidence_match: whole or sentence, got 'part'"),
     (lambda: endpoint(max_retries=-1), "llm.max_retries must be >= 0"),
     (lambda: endpoint(concurrency=0), "llm.concurrency >= 1"),
     (lambda: endpoint(deadline=0), "llm.deadline must be a finite number > 0 or null, got 0"),

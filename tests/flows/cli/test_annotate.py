@@ -71,3 +71,41 @@ def test_bad_sheet_is_named_and_nothing_is_logged(sweep, caplog):
     assert exit_info.value.code == 2
     assert f"{sheet_path}, row 3, field 'score': '5' is not one of 0, 3, 7" in caplog.text
     assert mlflow.get_run(parent).data.metrics == before
+
+
+def test_the_sweep_options_go_before_or_after_the_subcommand(sweep):
+    """opi-annotate took --sweep before its subcommand and opi-label answers after it: each takes it at both places
+    (a parent run id that is not a sweep's is refused wherever it is given, so the option is read there)."""
+    import logging
+
+    import flows.human.answers  # noqa: F401 - Prefect sets logging up when imported: listen after it has
+    from flows.cli.label import main as label
+
+    records = []
+    listener = logging.Handler()
+    listener.emit = records.append
+    logging.getLogger("opi").addHandler(listener)
+
+    folder, uri, parent, _ = sweep
+    child = mlflow.MlflowClient(uri).search_runs([mlflow.get_run(parent).info.experiment_id],
+                                                 f"tags.mlflow.parentRunId = '{parent}'")[0].info.run_id
+    commands = {
+        "annotate before": lambda run, out: annotate(uri, "--sweep", run, "export", "--out", str(out)),
+        "annotate after": lambda run, out: annotate(uri, "export", "--sweep", run, "--out", str(out)),
+        "label before": lambda run, out: label(["--sweep", run, "--tracking-uri", uri, "answers", "export", "--n", "2",
+                                                "--out", str(out)]),
+        "label after": lambda run, out: label(["answers", "export", "--sweep", run, "--n", "2", "--out", str(out),
+                                               "--tracking-uri", uri]),
+    }
+    sheets = {}
+    try:
+        for placement, command in commands.items():
+            with pytest.raises(SystemExit) as exit_info:
+                command(child, folder / "never.csv")
+            assert exit_info.value.code == 2, placement
+            assert f"--sweep {child} is not a sweep's parent run" in records[-1].getMessage(), placement
+            command(parent, folder / f"{placement}.csv")
+            sheets[placement] = (folder / f"{placement}.csv").read_text()
+    finally:
+        logging.getLogger("opi").removeHandler(listener)
+    assert sheets["annotate before"] == sheets["annotate after"] and sheets["label before"] == sheets["label after"]

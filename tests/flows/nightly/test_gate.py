@@ -1,16 +1,23 @@
 """The nightly gate's decisions on a store of ready-made sweeps: two overlapping runs promote once, and the
 baseline commands (``promote``, ``export-baseline``) run from the command line."""
+import json
 import logging
 import os
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from flows.nightly import gate  # imports Prefect, whose logging setup comes before the tests' log capture
+from flows.nightly import CHAMPION, gate  # imports Prefect, whose logging setup comes before the tests' log capture
+from flows.nightly.baseline import Baseline, champion, load_baseline, promote
+from flows.nightly.gate import (Night, Regression, comparable, decide, export_baseline, gate_settings, planned,
+                                same_yardstick)
+from flows.run.errors import CommandError
 from opi.regression import GateSettings, read_baseline_file, value, write_baseline_file
-from tests.flows.nightly.conftest import example_rows, nightly_cli
+from tests.flows.nightly.conftest import example_rows, nightly_cli, Store
+from tests.helpers.mlflow_stores import empty_store
 
 
 def test_two_overlapping_gated_runs_with_no_baseline_promote_exactly_once(store, tmp_path, monkeypatch, caplog):
@@ -124,3 +131,190 @@ def test_the_sweeps_output_is_passed_on_and_its_last_line_says_why_it_failed(tmp
     code, last = followed([sys.executable, "-c", script], dict(os.environ), tmp_path / "sweep.log")
     assert (code, last) == (2, "dataset problem: no examples left")
     assert "kNN: 7 of 7 stage results reused" in capfd.readouterr().out
+
+
+YARDSTICK = {"opi.yardstick": "k1", "opi.yardstick_model": "MiniLM"}
+
+
+@pytest.fixture
+def store(tmp_path):
+    """The nightly conftest's store, on a copy of an already migrated database (fast)."""
+    empty_store(tmp_path)
+    return Store(tmp_path)
+
+
+def numbers(frames):
+    return {name: {"opi_1": value(f, "opi"), "bertsim": value(f, "bertsim"), "lrcr": value(f, "lrcr")}
+            for name, f in frames.items()}
+
+
+def night(store, parent, requested, promote_on_pass, started_with=None):
+    return Night(store.client, store.experiment_id, parent, started_with, requested, GateSettings(), promote_on_pass,
+                 YARDSTICK)
+
+
+GOOD = {"kNN": example_rows(), "BM25": example_rows(shift=-0.002)}
+
+
+@pytest.fixture
+def baseline_file(tmp_path):
+    """Tonight's good numbers as a committed baseline: the tolerance (0.01) decides each verdict."""
+    path = write_baseline_file(tmp_path / "baseline.json", numbers(GOOD), "a test", YARDSTICK)
+    return str(path), load_baseline(None, None, str(path))
+
+
+# gate_settings and planned
+
+
+def test_gate_settings_out_of_range_are_a_command_error():
+    assert gate_settings(0.02, 0.1, 0.5, "example") == GateSettings(0.02, 0.1, 0.5, "example")
+    with pytest.raises(CommandError, match=r"^opi-nightly: alpha must be a finite number in \(0, 1\), got 1.5$"):
+        gate_settings(0.01, 1.5, 0.5, "example")
+    with pytest.raises(CommandError, match="^opi-nightly: unit must be one of"):
+        gate_settings(0.01, 0.05, 0.5, "galaxy")
+
+
+def test_tonights_plan_leaves_the_sweep_settings_to_hydra(monkeypatch):
+    composed = []
+    monkeypatch.setattr(gate, "compose_config", lambda overrides: composed.append(overrides) or "cfg")
+    plan = planned(["dataset.limit=3", "hydra.sweeper.params.x=1", "setup=knn", "hydra.job.chdir=true", "seed=2"])
+    assert composed == [["experiment=nightly", "dataset.limit=3", "seed=2"]] and plan.cfg == "cfg"
+
+
+def test_the_plan_reads_tracking_and_the_yardstick_from_the_same_overrides(tmp_path):
+    plan = planned([f"tracking.tracking_uri=sqlite:///{tmp_path}/m.db", "tracking.experiment=nights"])
+    assert plan.tracking.tracking_uri == f"sqlite:///{tmp_path}/m.db" and plan.tracking.experiment == "nights"
+    assert plan.yardstick["opi.yardstick_model"] == "packaged:all-MiniLM-L6-v2"
+    assert plan.yardstick["opi.yardstick"].startswith("sentence-transformers:")
+
+
+def test_data_tonight_cannot_read_is_a_command_error_before_the_sweep(monkeypatch):
+    import flows.run.data
+
+    def unreadable(config):
+        raise ValueError("dataset.path does not exist")
+
+    monkeypatch.setattr(flows.run.data, "load_data", unreadable)
+    monkeypatch.setattr(gate, "typed", lambda cfg: cfg)
+    with pytest.raises(CommandError, match="^invalid configuration: dataset.path does not exist$"):
+        gate.Plan("cfg").example_ids()
+
+
+# same_yardstick and comparable: before the sweep
+
+
+def test_a_baseline_of_another_yardstick_is_refused():
+    baseline = Baseline("run b1", {}, None, {"kNN": {"opi.yardstick": "k2", "opi.yardstick_model": "mpnet"}})
+    with pytest.raises(CommandError, match=r"tonight's sweep and the baseline \(run b1\) measure BERTSim with "
+                                           "different yardsticks"):
+        same_yardstick(YARDSTICK, baseline)
+    same_yardstick(YARDSTICK, Baseline("run b1", {}, None, {"kNN": YARDSTICK, "file": {}}))  # same, or untagged
+
+
+def test_a_baseline_that_shares_too_few_examples_is_refused_and_a_partial_overlap_is_said(caplog):
+    rows = {"kNN": example_rows(n=10)}  # e0..e9
+    baseline = Baseline("run b1", {}, rows, {})
+
+    def plan(ids):
+        return SimpleNamespace(example_ids=lambda: set(ids))
+
+    with pytest.raises(CommandError, match=r"^baseline run b1: tonight's run has 4 of the baseline's 10 examples "
+                                           r"\(40%, tonight 4\), below min_overlap 50%"):
+        comparable(baseline, plan(f"e{i}" for i in range(4)), GateSettings(min_overlap=0.5))
+    with caplog.at_level(logging.INFO, logger="opi"):
+        comparable(baseline, plan([*(f"e{i}" for i in range(6)), "x1"]), GateSettings(min_overlap=0.5))
+    assert "comparing on the 6 examples both runs share (baseline 10, tonight 7)" in caplog.text
+
+
+def test_a_file_of_numbers_needs_no_overlap_check():
+    never = SimpleNamespace(example_ids=lambda: pytest.fail("a file has no examples to compare"))
+    comparable(Baseline("b.json", {}, None, {}), never, GateSettings())
+
+
+# decide
+
+
+def test_the_first_night_without_promote_sets_no_champion(store, caplog):
+    parent = store.sweep(GOOD)
+    with caplog.at_level(logging.WARNING, logger="opi"):
+        result = decide(night(store, parent, CHAMPION, False), None)
+    assert result == {"parent": parent, "regression": None, "baseline": None, "promoted": False}
+    assert store.client.get_run(parent).data.tags["regression"] == "unknown"
+    assert champion(store.client, store.experiment_id) is None
+    assert "no baseline yet (no run tagged opi.baseline=champion): nothing to compare with; run with --promote" \
+        in caplog.text
+
+
+def test_the_first_night_with_promote_becomes_the_champion(store):
+    parent = store.sweep(GOOD)
+    assert decide(night(store, parent, CHAMPION, True), None)["promoted"] is True
+    assert store.tagged("opi.baseline", "champion") == [parent]
+
+
+def test_a_regression_fails_the_night_names_what_fell_and_promotes_nothing(store, baseline_file, tmp_path):
+    path, baseline = baseline_file
+    parent = store.sweep({"kNN": example_rows(), "BM25": example_rows(shift=-0.05)})
+    fell = value(example_rows(shift=-0.002), "bertsim") - value(example_rows(shift=-0.05), "bertsim")
+    with pytest.raises(Regression) as failed:
+        decide(night(store, parent, path, True), baseline)
+    message = str(failed.value)
+    assert message.startswith(f"nightly run {parent} regressed against the baseline ({path}):\n")
+    assert f"BM25: bertsim fell {fell:.4f}" in message and "kNN:" not in message
+    tags = store.client.get_run(parent).data.tags
+    assert tags["regression"] == "true" and tags["opi.baseline_source"] == path
+    assert {a.path for a in store.client.list_artifacts(parent, "nightly")} == {"nightly/verdicts.csv",
+                                                                                 "nightly/verdicts.md"}
+    assert champion(store.client, store.experiment_id) is None
+
+
+def test_a_night_that_passes_is_promoted_when_asked(store, baseline_file, caplog):
+    path, baseline = baseline_file
+    parent = store.sweep(GOOD)
+    with caplog.at_level(logging.INFO, logger="opi"):
+        result = decide(night(store, parent, path, True), baseline)
+    assert result == {"parent": parent, "regression": False, "baseline": path, "promoted": True}
+    assert store.client.get_run(parent).data.tags["regression"] == "false"
+    assert store.tagged("opi.baseline", "champion") == [parent]
+    assert f"nightly run {parent}: no regression against {path} (6 verdicts: " in caplog.text  # 2 x 3 metrics
+
+
+def test_a_night_that_passes_without_promote_leaves_the_champion(store, baseline_file):
+    path, baseline = baseline_file
+    earlier = store.sweep(GOOD)
+    promote(store.client, store.experiment_id, earlier)
+    parent = store.sweep(GOOD)
+    result = decide(night(store, parent, path, False, started_with=earlier), baseline)
+    assert result["promoted"] is False and result["regression"] is False
+    assert store.tagged("opi.baseline", "champion") == [earlier]
+
+
+def test_a_pass_is_not_promoted_when_the_champion_moved_while_it_ran(store, baseline_file, caplog):
+    """Judged against the file it asked for; but another night promoted meanwhile: that one stays champion."""
+    path, baseline = baseline_file
+    other = store.sweep(GOOD)
+    promote(store.client, store.experiment_id, other)  # after this night started with no champion
+    parent = store.sweep(GOOD)
+    with caplog.at_level(logging.WARNING, logger="opi"):
+        result = decide(night(store, parent, path, True, started_with=None), baseline)
+    assert result == {"parent": parent, "regression": False, "baseline": path, "promoted": False}
+    assert store.tagged("opi.baseline", "champion") == [other]
+    assert f"run {parent} passed but is not promoted: the champion changed while it ran (now {other})" in caplog.text
+    assert "judging against it" not in caplog.text  # a file was asked for: it is still what this night is judged by
+
+
+# export_baseline
+
+
+def test_the_champions_numbers_and_yardstick_are_exported(store, tmp_path, caplog):
+    frames = {"kNN": example_rows(), "BM25": example_rows(shift=-0.05)}
+    with pytest.raises(CommandError, match="^no champion run to export: pass --sweep <parent run id>$"):
+        export_baseline(store.uri, "opi", None, tmp_path / "none.json")
+    parent = store.sweep(frames, yardstick=YARDSTICK)
+    promote(store.client, store.experiment_id, parent)
+    with caplog.at_level(logging.INFO, logger="opi"):
+        export_baseline(store.uri, "opi", None, tmp_path / "out" / "baseline.json")
+    written = tmp_path / "out" / "baseline.json"
+    assert read_baseline_file(written) == numbers(frames)
+    data = json.loads(written.read_text())
+    assert data["yardstick"] == YARDSTICK and data["source"] == f"mlflow run {parent}"
+    assert f"wrote {written} (the numbers of run {parent})" in caplog.text
