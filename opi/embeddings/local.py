@@ -37,8 +37,11 @@ class ModelUnavailable(RuntimeError):
 
     @classmethod
     def of(cls, model: str, cause: BaseException, kind: str = "embedding") -> "ModelUnavailable":
-        reason = next((line.strip() for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
         packaged = f", or the packaged default {PACKAGED_MINILM!r}" if kind == "embedding" else ""
+        known = model_problem(model)  # a folder that is not there, a packaged name, a hub name offline
+        if known is not None:
+            return cls(f"model problem: the {kind} model {model!r}: {known}{packaged}")
+        reason = next((line.strip() for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
         return cls(f"model problem: the {kind} model {model!r} cannot be loaded ({reason}): connect to the "
                    "network once (a Hugging Face hub model is downloaded, then kept in the cache), or give the folder "
                    f"holding its files{packaged}")

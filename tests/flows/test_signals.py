@@ -12,7 +12,7 @@ from tests.helpers.cli import processes_with_env, start_cli, wait_for
 
 
 @pytest.mark.parametrize("number, name", [
-    (signal.SIGINT, "Ctrl-C"),
+    pytest.param(signal.SIGINT, "Ctrl-C", marks=pytest.mark.slow),
     pytest.param(signal.SIGTERM, "SIGTERM", marks=pytest.mark.slow),
     pytest.param(signal.SIGHUP, "SIGHUP (the terminal closed)", marks=pytest.mark.slow)])
 def test_a_signal_to_the_process_group_ends_the_sweep_cleanly(tmp_path, number, name):

@@ -70,9 +70,9 @@ def test_the_packaged_model_resolves_to_its_package_folder_and_others_stay_as_na
     assert resolve_model_path("/models/my-minilm") == "/models/my-minilm"
 
 
-def test_a_model_that_cannot_be_loaded_offline_says_what_to_use():
-    with pytest.raises(RuntimeError, match=r"cannot load embedding model '/nonexistent/model'.*offline, use the "
-                                           r"packaged default 'packaged:all-MiniLM-L6-v2' or a local folder"):
+def test_a_model_that_cannot_be_loaded_says_what_to_use():
+    with pytest.raises(RuntimeError, match=r"^model problem: the embedding model '/nonexistent/model': no such folder: "
+                                           r"give the folder .*, or the packaged default 'packaged:all-MiniLM-L6-v2'$"):
         SentenceEmbedder(model="/nonexistent/model").raw(["text"])
 
 

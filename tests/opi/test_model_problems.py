@@ -80,6 +80,8 @@ def test_a_model_that_cannot_be_loaded_when_needed_is_one_line_naming_it(hub_cac
             local.SentenceEmbedder("nobody-here/no-such-model")._load()
         else:
             rerankers.cross_encoder("nobody-here/no-such-model", "cpu", None)
-    message = str(raised.value)
-    assert message.startswith(f"model problem: the {kind} model 'nobody-here/no-such-model' cannot be loaded (")
-    assert "connect to the network once" in message and "\n" not in message
+    message = str(raised.value)  # offline here: what preflight says, from the load too
+    assert message == (f"model problem: the {kind} model 'nobody-here/no-such-model': "
+                       f"{model_problem('nobody-here/no-such-model')}"
+                       f"{', or the packaged default ' + repr(local.PACKAGED_MINILM) if kind == 'embedding' else ''}")
+    assert "download it once online" in message and "\n" not in message

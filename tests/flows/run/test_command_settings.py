@@ -163,6 +163,8 @@ def test_a_model_that_cannot_load_is_a_model_problem_not_a_traceback(monkeypatch
         raise OSError("We couldn't connect to 'https://huggingface.co' to load the files.\nCheck your connection.")
 
     monkeypatch.setattr(sentence_transformers, "SentenceTransformer", offline)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # online: preflight leaves a hub name to the download
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
     with pytest.raises(Exception) as err:
         SentenceEmbedder("someone/not-downloaded").compute(["a text"])
     assert explained(err.value).startswith("model problem: the embedding model 'someone/not-downloaded' cannot be "
@@ -198,12 +200,13 @@ def runs_in(folder):
     (["-m", "setup=knn,a_two", "combination.k=null"],
      "invalid configuration: 'combination.k=null' changes nothing in kNN (setup=knn), a single retriever (no "
      "combination): its settings are retriever.* (retriever.k=...)"),
-    (["-m", "setup=a_two,s_two", "combination.k=2,4"],
-     "invalid configuration: 'combination.k=2' changes nothing in S-Two (setup=s_two), which has no setting 'k' (each "
-     "member keeps its own top k: set retrievers.<member>.k)"),
-    (["-m", "retriever=knn,custom"], "invalid configuration: retriever=custom needs retriever._target_: the import "
-                                     "path of your class, e.g. retriever._target_=my_pkg.MyRetriever (subclass "
-                                     "opi.retrievers.Retriever and implement score() or rank())"),
+    pytest.param(["-m", "setup=a_two,s_two", "combination.k=2,4"],
+                 "invalid configuration: 'combination.k=2' changes nothing in S-Two (setup=s_two), which has no "
+                 "setting 'k' (each member keeps its own top k: set retrievers.<member>.k)", marks=pytest.mark.slow),
+    pytest.param(["-m", "retriever=knn,custom"],
+                 "invalid configuration: retriever=custom needs retriever._target_: the import path of your class, "
+                 "e.g. retriever._target_=my_pkg.MyRetriever (subclass opi.retrievers.Retriever and implement score() "
+                 "or rank())", marks=pytest.mark.slow),
 ])
 def test_a_sweep_with_a_job_that_is_refused_opens_no_parent_run(tmp_path, overrides, last):
     output = run_cli("flows.cli.evaluate", tmp_path, *overrides, "dataset.limit=2", expect=2)
@@ -238,7 +241,8 @@ def test_a_thousand_character_experiment_name_is_one_line_before_mlflow(tmp_path
 
 
 @pytest.mark.parametrize("module, arguments", [
-    ("flows.cli.train_classifier", ["classifier.embedding.model=/models/c", "train.per_relation=2"]),
+    pytest.param("flows.cli.train_classifier", ["classifier.embedding.model=/models/c", "train.per_relation=2"],
+                 marks=pytest.mark.slow),
     ("flows.cli.label", ["import", "sheet.csv", "dataset=deeplogic-130", "classifier.embedding.model=/models/c"]),
 ])
 def test_train_classifier_and_label_import_check_their_models_first(tmp_path, module, arguments):
