@@ -252,6 +252,7 @@ def test_the_embedding_store_in_mlflows_database_is_refused_before_any_work(tmp_
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_an_embedding_store_is_refused_before_any_work(tmp_path):
     path = tmp_path / "vectors.sqlite"
     with sqlite3.connect(path) as db:
@@ -264,6 +265,7 @@ def test_a_file_that_is_not_an_embedding_store_is_refused_before_any_work(tmp_pa
     assert "rows read" not in output and not (tmp_path / "mlflow.db").exists()
 
 
+@pytest.mark.slow
 def test_a_sweep_folder_inside_the_stage_cache_is_refused_before_the_sweep_starts(tmp_path):
     output = run_cli("flows.cli.evaluate", tmp_path, "-m", "dataset.limit=2", f"hydra.sweep.dir={tmp_path}/cache/sweep",
                      expect=EXIT_USER_ERROR)

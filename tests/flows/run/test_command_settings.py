@@ -215,6 +215,7 @@ def test_a_sweep_with_a_job_that_is_refused_opens_no_parent_run(tmp_path, overri
     assert not (tmp_path / "mlflow.db").exists() or not runs_in(tmp_path)
 
 
+@pytest.mark.slow
 def test_a_plus_prefixed_combination_setting_leaves_no_killed_parent_run(tmp_path):
     output = run_cli("flows.cli.evaluate", tmp_path, "-m", "setup=a_seven,a_two", "+combination.k=null",
                      "dataset.limit=2", expect=2)
