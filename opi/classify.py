@@ -95,8 +95,44 @@ def triples_frame(triples: Sequence[Triple]):
                          "answer": [t.answer for t in triples]})
 
 
+class RelationClassifier:
+    """What a run asks of a relation classifier; subclass it for one of your own (``classifier._target_``) and
+    implement ``predict(triples, progress=None)``, one relation label per triple. Every attribute the run reads has
+    its default here; a subclass (usually a dataclass) overrides the ones it has as settings:
+
+    - ``trains``: it learns from labelled triples, ``fit(triples, labels)``; the run cross-fits it on the data's own
+      labels (``folds``) or fits it on ``train_path``'s, unless ``registered`` names a fitted model to apply;
+    - ``asks_llm``: it takes the run's LLM ``client`` (its replies are kept call by call in the LLM call cache; its
+      stage result is not kept whole); ``model``: another model on the same endpoint;
+    - an ``embedding`` setting, where it embeds: its own embedding settings over the run's; ``local_models``: the
+      names of its settings that name models to load, checked before the run; ``asked_prompt``: the prompt file (under
+      ``opi/llm/prompts``) it asks with, whose version tags the run;
+    - after ``predict``: ``parse_failures`` (replies it could not read) and ``replies`` (per triple, for traces)."""
+
+    trains: ClassVar[bool] = False
+    local_models: ClassVar[tuple[str, ...]] = ()
+    name: str = "classifier"
+    model: Optional[str] = None
+    registered: Optional[str] = None
+    train_path: Optional[str] = None
+    folds: int = 5
+    asked_prompt: Optional[str] = None
+    parse_failures: int = 0
+    replies: Optional[list] = None
+
+    @property
+    def asks_llm(self) -> bool:
+        """Sends prompts through the run's LLM endpoint: it takes the ``client`` resource."""
+        from opi.components import accepted
+
+        return "client" in accepted(type(self), ["client"])
+
+    def predict(self, triples: Sequence[Triple], progress=None) -> list[str]:
+        raise NotImplementedError(f"{type(self).__name__} does not implement predict(triples, progress=None)")
+
+
 @dataclass
-class LocalRelationClassifier:
+class LocalRelationClassifier(RelationClassifier):
     """``relation_pipeline`` behind the fit/predict-on-triples interface; trained on gold triples and applied
     cross-fitted (``folds``), or, given a fitted ``pipeline`` (a registered model), applied as it is."""
 
@@ -191,7 +227,7 @@ def parse_relation(reply: str, labels: Sequence[str]) -> str | None:
 
 
 @dataclass
-class LLMRelationClassifier:
+class LLMRelationClassifier(RelationClassifier):
     """Asks an LLM (base or fine-tuned) for the relation, with a JSON schema whose enum is the label set where the
     server supports structured output. An unparsable reply is asked again ``parse_retries`` times with a reminder,
     then recorded as ``unknown`` (counted as wrong, counted in ``parse_failures``): never NaN, never dropped."""
@@ -211,6 +247,10 @@ class LLMRelationClassifier:
         if self.parse_retries < 0:
             raise ValueError(f"parse_retries must be >= 0, got {self.parse_retries}")
         self.parse_failures = 0
+
+    @property
+    def asked_prompt(self) -> str:
+        return "finetune_system" if self.finetuned else self.prompt  # a fine-tuned model: its training format
 
     def messages(self, triple: Triple) -> list[dict[str, str]]:
         from opi.llm.prompts import load_prompt

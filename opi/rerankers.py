@@ -43,6 +43,25 @@ class Reranker:
     name: str = "reranker"
     candidates: int = 20  # chunks read per question (and ranked this deep at least), then cut to k
     excluded_from_keys: ClassVar[tuple[str, ...]] = ("name",)  # a label: scores do not depend on it
+    local_models: ClassVar[tuple[str, ...]] = ()  # settings naming models to load, checked before the run
+    parse_failures: ClassVar[int] = 0  # replies it could not read (an LLM reranker counts its own)
+
+    @property
+    def asks_llm(self) -> bool:
+        """Sends prompts through the run's LLM endpoint: it takes the ``client`` resource (its replies are kept call
+        by call in the LLM call cache; its stage result is not kept whole)."""
+        from opi.components import accepted
+
+        return "client" in accepted(type(self), ["client"])
+
+    @property
+    def llm_model(self) -> Optional[str]:
+        """The model it asks on the run's endpoint, where it asks another than ``llm.model``."""
+        return None
+
+    def content_key(self) -> Optional[str]:
+        """What its scores depend on besides its settings (a local model's files), for the cache key; None: nothing."""
+        return None
 
     def __post_init__(self):
         if not isinstance(self.candidates, int) or self.candidates < 1:
@@ -187,6 +206,10 @@ class LLMReranker(Reranker):
         if self.parse_retries < 0:
             raise ValueError(f"parse_retries must be >= 0, got {self.parse_retries}")
         self.parse_failures = 0
+
+    @property
+    def llm_model(self) -> Optional[str]:
+        return self.model
 
     def messages(self, question: str, text: str) -> list[dict[str, str]]:
         from opi.llm.prompts import load_prompt

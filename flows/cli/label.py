@@ -20,7 +20,7 @@ from pathlib import Path
 
 from flows.cli.options import Shared, completed
 from flows.cli.start import add_store_arguments, console_logging, run_command, start_command
-from flows.run.errors import EXIT_USER_ERROR
+from flows.base.errors import EXIT_USER_ERROR
 
 log = logging.getLogger("opi")
 

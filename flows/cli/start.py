@@ -5,7 +5,7 @@
   any proxy, ``-v``/``--verbose`` taken off the command line (it keeps third-party logs, notices and warnings), and
   for ``opi-eval`` Prefect's temporary server booting while the command imports and checks its data. Prefect and
   MLflow read the environment when they are imported, so commands import their work after this.
-- ``run_command``: the work, with user errors as one line and exit 2 (``flows.run.errors``), a stop signal as one
+- ``run_command``: the work, with user errors as one line and exit 2 (``flows.base.errors``), a stop signal as one
   line and 128 + its number (Ctrl-C 130, SIGTERM 143, SIGHUP 129: runs closed as KILLED), and the servers this
   process started stopped on every way out.
 """
@@ -20,7 +20,7 @@ import warnings
 from typing import Any, Callable, NoReturn
 
 from flows.orchestration.server import start_temporary_server, stop_temporary_server
-from flows.run.errors import EXIT_USER_ERROR, explained, keep_traceback_in_log_file, was_composed
+from flows.base.errors import EXIT_USER_ERROR, explained, keep_traceback_in_log_file, was_composed
 from flows.run.redaction import redact_log_records
 from opi.interrupt import native_work_abandoned, stop_requests
 from opi.schemas import TrackingConfig

@@ -21,7 +21,7 @@ def main() -> None:
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="train_classifier")
 def train(cfg: DictConfig) -> float:
-    from flows.run.errors import run_or_explain  # after start_command: Prefect and MLflow read the environment
+    from flows.base.errors import run_or_explain  # after start_command: Prefect and MLflow read the environment
     from flows.run.preflight import check_models, classifier_models
     from flows.training.classifier import train_classifier
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 from flows.tracking.store import existing_store
 from flows.tracking.sweeps import child_predictions, find_sweep
 from opi.metrics.extrinsic import SCALE, annotation_sheet, export_sheet, import_sheet, scores_by_configuration

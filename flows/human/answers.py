@@ -27,7 +27,7 @@ import pandas as pd
 
 from flows.human.annotate import report_unit, sampled, unit_of
 from flows.human.label import write_definitions
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 from flows.tracking.store import existing_store
 from flows.tracking.sweep_report import log_sweep_summary
 from flows.tracking.sweeps import child_predictions, find_sweep

@@ -94,7 +94,7 @@ def silver_labels(config: OPIConfig, examples, labels: list[str]) -> list[str]:
     triples = [Triple(e.context, e.question, e.answer) for e in examples]
     ids = [e.id for e in examples]
     training = TrainingSet(ids, triples, labels, cross_fit=True)
-    if getattr(config.classifier, "train_path", None):
+    if config.classifier.train_path:
         training = file_training(config.classifier.train_path, config.relations.set)
     context = StageContext(own_embedding(config, config.classifier), config.relations.set, config.seed,
                            config.paths.llm_cache)  # the classifier's own embedding over the run's, as runs use it

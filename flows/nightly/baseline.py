@@ -15,7 +15,7 @@ from filelock import FileLock, Timeout
 from mlflow import MlflowClient
 
 from flows.nightly import CHAMPION, CHAMPION_TAG
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 from flows.tracking.store import existing_store
 from flows.tracking.sweeps import child_predictions, children, configuration_names, existing_run, yardsticks
 from opi.data import DataError

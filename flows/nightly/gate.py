@@ -25,7 +25,7 @@ from flows.nightly.baseline import (Baseline, champion, existing_experiment, lab
 from flows.nightly.sweep import logs_to_prefect, run_sweep
 from flows.orchestration.server import OrchestrationError, ensure_api, prefect_api, user_api_url
 from flows.run.config import compose_config, typed
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 from flows.tracking.sweeps import children, configuration_names, display_names, yardsticks
 from opi.regression import (ALPHA, MIN_OVERLAP, TOLERANCE, UNIT, GateSettings, Judgement, NotComparable, explain,
                             ids_of, judge, markdown, overlap, write_baseline_file)

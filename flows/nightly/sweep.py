@@ -1,6 +1,6 @@
 """The nightly's sweep, seen in Prefect as part of the nightly flow run.
 
-``run_sweep`` runs ``opi-eval experiment=nightly`` in a child process (``python -m flows.nightly.sweep``: unchanged
+``run_sweep`` runs ``opi-eval experiment=nightly`` in a child process (``python -m flows.cli.nightly_sweep``: unchanged
 work comes from the cache; a sweep that crashes leaves the nightly to say so) and hands it the nightly's Prefect
 context, serialized (``prefect.context.serialize_context``). The child enters it (``hydrated_context``, what
 Prefect's own task runners do for work in another process), so each configuration's ``opi-evaluate`` flow run is
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 
 CONTEXT_ENV = "OPI_NIGHTLY_PREFECT_CONTEXT"  # the file holding the nightly's serialized Prefect context
 log = logging.getLogger("opi")
@@ -64,7 +64,7 @@ def run_sweep(overrides: list[str], label: str) -> None:
     """``opi-eval experiment=nightly`` with ``overrides``, its runs labelled ``label``, as subflows of this flow run."""
     import cloudpickle
 
-    command = [sys.executable, "-m", "flows.nightly.sweep", "experiment=nightly", *overrides, f"tracking.label={label}"]
+    command = [sys.executable, "-m", "flows.cli.nightly_sweep", "experiment=nightly", *overrides, f"tracking.label={label}"]
     with tempfile.TemporaryDirectory(prefix="opi-nightly-") as folder:
         context = Path(folder) / "prefect-context.pickle"
         context.write_bytes(cloudpickle.dumps(portable_context()))
@@ -136,18 +136,3 @@ def nightly_context() -> Iterator[None]:
     with hydrated_context(cloudpickle.loads(Path(path).read_bytes())), logs_to_prefect():
         yield
 
-
-def main() -> None:
-    """``opi-eval`` (``flows.cli.evaluate``), inside the nightly's Prefect context."""
-    from flows.cli.evaluate import evaluate
-    from flows.cli.start import run_command, start_command
-    from flows.run.config import register_configs
-
-    start_command(early_prefect=True)
-    register_configs()
-    with nightly_context():
-        run_command(evaluate)
-
-
-if __name__ == "__main__":
-    main()

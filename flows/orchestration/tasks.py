@@ -88,28 +88,23 @@ def rank_code(retriever) -> str:
     return code_for(rank, retriever, *(["opi.embeddings"] if retriever.embeds else []))
 
 
-def asks_llm(reranker) -> bool:
-    """Whether the reranker sends requests through the run's LLM endpoint (it takes the ``client`` resource)."""
-    return "client" in components.accepted(type(reranker), ["client"])
-
-
 @task(name="rerank")
 def rerank(reranker, pools: dict, examples: list, articles: dict, llm: LLMConfig | None, llm_cache: str | None,
            model_key: str | None, code: str) -> dict[str, Any]:
     """Each example's candidate chunks (``pools``) reranked, what the reranker was asked (pairs, candidates left
     unscored) and its LLM usage. ``llm``, ``llm_cache``: None for a reranker that asks no LLM; ``model_key`` (for
     the cache key only): its model's content, where it has one."""
-    client = client_for(llm, llm_cache, model=getattr(reranker, "model", None)) if llm is not None else None
+    client = client_for(llm, llm_cache, model=reranker.llm_model) if llm is not None else None
     model = components.with_resources(reranker, client=client)
     pairs = sum(len(pool.chunk_ids) for pool in pools.values())
     if client is None:
         rankings, unscored = rerank_examples(model, pools, examples, articles)
     else:
-        bar, update = progress_bar(pairs, f"rerank ({getattr(reranker, 'name', type(reranker).__name__)})", client)
+        bar, update = progress_bar(pairs, f"rerank ({reranker.name})", client)
         with bar:
             rankings, unscored = rerank_examples(model, pools, examples, articles, update)
     counts = {"rerank_pairs": float(pairs), "rerank_unscored": float(unscored)}
-    if hasattr(model, "parse_failures"):  # an LLM reranker: its replies that could not be parsed, also asked again
+    if reranker.asks_llm:  # its replies that could not be parsed, also asked again
         counts["rerank_parse_failures"] = float(model.parse_failures)
     return {"rankings": rankings, "counts": counts,
             "usage": client.usage.as_metrics("llm_rerank") if client is not None else {}}
@@ -150,18 +145,17 @@ def classify(classifier, llm: LLMConfig, training: TrainingSet | None, apply_ids
         model = components.with_resources(classifier, pipeline=mlflow.sklearn.load_model(registered.location),
                                           **given)
         return {"predicted": model.predict(apply), "usage": {}, "counts": {}}
-    if getattr(classifier, "trains", False):
+    if classifier.trains:
         model = fitted(classifier, training, given)
         predicted = model.predict(apply_ids, apply) if training.cross_fit else model.predict(apply)
         return {"predicted": predicted, "usage": {}, "counts": {}}
-    client = client_for(llm, context.llm_cache, model=getattr(classifier, "model", None))
+    client = client_for(llm, context.llm_cache, model=classifier.model)
     model = components.with_resources(classifier, client=client, **given)
     bar, update = progress_bar(len(apply), f"relations ({classifier.name})", client)
     with bar:
         predicted = model.predict(apply, update)
     return {"predicted": predicted, "usage": client.usage.as_metrics("llm_classify"),
-            "counts": {"parse_failures": float(getattr(model, "parse_failures", 0))},
-            "replies": getattr(model, "replies", None)}
+            "counts": {"parse_failures": float(model.parse_failures)}, "replies": model.replies}
 
 
 _FITTED: dict[str, Any] = {}  # fitted classifiers of this process: one fit serves every configuration of a sweep
@@ -179,7 +173,7 @@ def fitted(classifier, training: TrainingSet, given: dict[str, Any]):
         while len(_FITTED) >= 2:  # a sweep's (a cross-fitted and a plainly fitted one at most), not every one seen
             _FITTED.pop(next(iter(_FITTED)))
         _FITTED[key] = (CrossFitted(fresh, training.ids, training.triples, training.labels,
-                                    getattr(classifier, "folds", 5))
+                                    classifier.folds)
                         if training.cross_fit else fresh().fit(training.triples, training.labels))
     return _FITTED[key]
 

@@ -25,9 +25,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import get_object
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from flows.run.errors import EXIT_USER_ERROR, composed
+from flows.base.errors import EXIT_USER_ERROR, composed
 from opi import components
-from opi.rerankers import NoReranker, reranks
+from opi.classify import RelationClassifier
+from opi.rerankers import NoReranker, Reranker, reranks
+from opi.retrievers.base import Retriever
 from opi.secrets import resolved_settings_problem, settings_problem
 from opi.schemas import (ChunkingConfig, DatasetConfig, EmbeddingConfig, LLMConfig, MetricsConfig, OPIConfig,
                          OrchestrationConfig, RelationsConfig, ReportConfig, TrackingConfig, TrainConfig)
@@ -102,11 +104,16 @@ KINDS = {
     "combination": ("a combination", [("combine",), ("ranking",)], "see opi.combine.RankFusion", "MyCombination"),
     "rerank": ("a reranker", [("scores", "score_many")],
                "subclass opi.rerankers.Reranker and implement scores() or score_many()", "MyReranker"),
-    "classifier": ("a relation classifier", [("predict",)], "a class with predict(triples, progress=None)",
+    "classifier": ("a relation classifier", [("predict",)],
+                   "subclass opi.classify.RelationClassifier and implement predict(triples, progress=None)",
                    "MyClassifier"),
     "llm.reader": ("a reader", [("answer",)], "a class with answer(questions, sentence_lists, progress=None)",
                    "MyReader"),
 }
+
+
+# the base class of each group's components: it declares what the run reads of one (opi.components' protocols)
+BASES = {"retriever": Retriever, "rerank": Reranker, "classifier": RelationClassifier}
 
 
 def kind_check(group: str):
@@ -119,9 +126,12 @@ def kind_check(group: str):
             return None
         missing = [" or ".join(f"{name}()" for name in names) for names in needs
                    if not any(callable(getattr(cls, name, None)) for name in names)]
-        if not missing:
-            return None
-        return f"is not {what} (it has no {' and no '.join(missing)}): {how}"
+        if missing:
+            return f"is not {what} (it has no {' and no '.join(missing)}): {how}"
+        base = BASES.get(group)
+        if base is not None and isinstance(cls, type) and not issubclass(cls, base):
+            return f"is not a subclass of {base.__module__}.{base.__name__}, which says what the run asks of it: {how}"
+        return None
 
     return problem
 
@@ -272,11 +282,8 @@ def check_candidates(config: OPIConfig) -> None:
 def check_endpoint(config: OPIConfig) -> None:
     """What sends requests through the LLM endpoint needs one."""
     needs_endpoint = [what for what, needed in [
-        (f"the classifier {getattr(config.classifier, 'name', type(config.classifier).__name__)}",
-         "client" in components.accepted(type(config.classifier),
-                                                                                       ["client"])),
-        (f"the reranker {getattr(config.rerank, 'name', type(config.rerank).__name__)}",
-         reranks(config.rerank) and "client" in components.accepted(type(config.rerank), ["client"])),
+        (f"the classifier {config.classifier.name}", config.classifier.asks_llm),
+        (f"the reranker {config.rerank.name}", reranks(config.rerank) and config.rerank.asks_llm),
         ("metrics.correctness", config.metrics.correctness), ("metrics.judge", config.metrics.judge)] if needed]
     if needs_endpoint and not config.llm.endpoint:
         raise ValueError(f"{' and '.join(needs_endpoint)} send requests through the configured LLM endpoint, and "

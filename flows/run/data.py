@@ -71,9 +71,9 @@ def file_training(path: str, relation_set: str) -> TrainingSet:
 def training_for(config: OPIConfig, data: Data) -> TrainingSet | None:
     """The classifier's training data, or None when it does not learn (or cannot: no labels anywhere)."""
     classifier = config.classifier
-    if not getattr(classifier, "trains", False) or getattr(classifier, "registered", None):
+    if not classifier.trains or classifier.registered:
         return None
-    if getattr(classifier, "train_path", None):
+    if classifier.train_path:
         training, source = file_training(classifier.train_path, config.relations.set), classifier.train_path
     elif data.labelled == "all":
         training, source = data.pool_training, data.report.source

@@ -45,10 +45,9 @@ class Identity:
 
 
 def describe(config: OPIConfig) -> Identity:
-    members = tuple(getattr(r, "label", None) or getattr(r, "name", type(r).__name__)
-                    for r in config.members().values())
+    members = tuple(r.label for r in config.members().values())
     setup = members[0] if config.single else config.combination.name
-    bound = getattr(config.retriever, "bound", None) if config.single else None
+    bound = config.retriever.bound if config.single else None
     retrieval = setup if isinstance(config.rerank, NoReranker) else f"{setup} > {config.rerank.name}"
     return Identity(setup, config.combination.kind, members, retrieval, config.llm.name,
                     next(iter(classifier_names(config)), None), bound)
@@ -72,7 +71,7 @@ def classifier_names(config: OPIConfig) -> list[str]:
     """The relation classifier as runs show it; none when the run has no gold relations (``relations.gold=none``)."""
     if config.relations.gold == "none":
         return []
-    return [getattr(config.classifier, "name", type(config.classifier).__name__)]
+    return [config.classifier.name]
 
 
 def settings_of(component: Any) -> dict[str, Any]:

@@ -9,11 +9,11 @@ from omegaconf import DictConfig
 
 from flows.run.config import checked
 from flows.run.configuration import evaluate
-from flows.run.errors import run_or_explain
+from flows.base.errors import run_or_explain
 from flows.run.identity import describe
 from flows.run.outputs import record, scrub_hydra_outputs
 from flows.run.preflight import prepared
-from flows.run.progress import finished_one
+from flows.base.progress import finished_one
 from opi.llm.client import CHARS_PER_TOKEN
 
 log = logging.getLogger("opi")

@@ -36,9 +36,8 @@ def prompt_tags(config: OPIConfig) -> dict[str, str]:
     tags = {}
     if config.llm.endpoint and hasattr(config.llm.reader, "prompt"):
         tags["opi.prompt.answer"] = load_prompt(config.llm.reader.prompt).version
-    if hasattr(config.classifier, "prompt"):  # a fine-tuned model is asked in its training format instead
-        prompt = "finetune_system" if getattr(config.classifier, "finetuned", False) else config.classifier.prompt
-        tags["opi.prompt.relation"] = load_prompt(prompt).version
+    if config.classifier.asked_prompt:
+        tags["opi.prompt.relation"] = load_prompt(config.classifier.asked_prompt).version
     return tags
 
 
@@ -81,9 +80,8 @@ def trace_writer(config: OPIConfig, result: dict) -> Callable[[str, str], TraceC
         return None
     identity = describe(config)
     classifier = identity.classifier
-    asks_llm = classifier is not None and not getattr(config.classifier, "trains", False) \
-        and not getattr(config.classifier, "registered", None)
-    classifier_source = (("LLM_JUDGE", getattr(config.classifier, "model", None) or config.llm.model or "llm")
+    asks_llm = classifier is not None and config.classifier.asks_llm and not config.classifier.registered
+    classifier_source = (("LLM_JUDGE", config.classifier.model or config.llm.model or "llm")
                          if asks_llm else ("CODE", classifier or "none"))
     k = config.retriever.k if config.single else getattr(config.combination, "k", None)
     ids = traced_ids(list(rows["id"]), list(rows["relation"]), config.tracking.traced, config.seed)

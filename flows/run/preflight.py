@@ -19,11 +19,11 @@ from flows.orchestration.prefect_adapter import import_server_models
 from flows.orchestration.server import ensure_api
 from flows.run.config import check_combination_settings, refuse_secrets, typed, unused_combination_settings
 from flows.run.data import Data, load_data, training_for
-from flows.run.errors import EXIT_USER_ERROR, CommandError, composed, run_or_explain
+from flows.base.errors import EXIT_USER_ERROR, CommandError, composed, run_or_explain
 from flows.run.identity import component_embeddings
-from flows.run.progress import planned_sweep, start_sweep
+from flows.base.progress import planned_sweep, start_sweep
 from hydra_plugins.opi_sweeper import expand
-from flows.run.store_checks import check_stores, note_sweep_folder
+from flows.base.store_checks import check_stores, note_sweep_folder
 from opi.data import DataError
 from opi.embeddings.local import model_problem
 from opi.llm.client import api_key, check_keys
@@ -52,7 +52,7 @@ def prepared(config: OPIConfig) -> OPIConfig:
     data = load_data(config)
     config = chunking_for_language(config)
     warn_unspaced(config, data)
-    needs_evidence = [r.name for r in config.members().values() if getattr(r, "needs_evidence", False)]
+    needs_evidence = [r.name for r in config.members().values() if r.needs_evidence]
     if needs_evidence and not all(e.evidence for e in data.examples):
         missing = sum(not e.evidence for e in data.examples)
         raise DataError(f"the {needs_evidence[0]} retriever returns the chunks holding each example's gold evidence, "
@@ -167,14 +167,14 @@ def classifier_models(config: OPIConfig) -> dict[str, str]:
 def resolve_gold(config: OPIConfig, data: Data) -> OPIConfig:
     """``config`` with ``relations.gold`` decided (see ``opi.relations.gold_source``); a notice when it was not
     given and the data has no labels; DataError when the request cannot be met."""
-    trains = getattr(config.classifier, "trains", False)
+    trains = config.classifier.trains
     # a classifier that learns can label the data's own gold triples cross-fitted on its labels, as the paper
     # labels unlabelled data: no gold triple is labelled by a model that saw it
-    can_label = not trains or bool(getattr(config.classifier, "registered", None)) or bool(
-        getattr(config.classifier, "train_path", None)) or data.labelled == "all"
+    can_label = not trains or bool(config.classifier.registered) or bool(config.classifier.train_path) or \
+        data.labelled == "all"
     try:
         source, notice = gold_source(config.relations.gold, data.labelled, can_label,
-                                     getattr(config.classifier, "name", "configured"), data.report.source)
+                                     config.classifier.name, data.report.source)
     except ValueError as err:
         raise DataError(str(err)) from None
     if notice:
@@ -282,7 +282,7 @@ class Preflight(Callback):
         checked = run_or_explain(prepared, base)
         size, note = planned_sweep(list(config.hydra.overrides.task), dict(config.hydra.sweeper.params or {}), loader)
         data = load_data(checked)
-        relations = (f"classifier {getattr(checked.classifier, 'name', 'custom')}, gold relations: "
+        relations = (f"classifier {checked.classifier.name}, gold relations: "
                      f"{checked.relations.gold}" if checked.relations.gold != "none" else
                      "no gold relations (relations.gold=none: no LRCR or OPI)")
         planned = "1 configuration" if size == 1 else f"{size or 'the swept'} configurations"

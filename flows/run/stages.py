@@ -109,9 +109,9 @@ def rerank_stage(config: OPIConfig, pools: list[dict], data: Data, articles: dic
     combination, so kNN's reranked candidates serve kNN alone too. A reranker that asks the LLM is run every time
     (its replies are in the LLM call cache, which alone knows which were no answer)."""
     reranker = config.rerank
-    asks_llm = tasks.asks_llm(reranker)
+    asks_llm = reranker.asks_llm
     llm, llm_cache = (config.llm, config.paths.llm_cache) if asks_llm else (None, None)
-    model_key = reranker.content_key() if hasattr(reranker, "content_key") else None
+    model_key = reranker.content_key()
     results = stages.call_many("rerank", tasks.rerank, *[
         (reranker, hashed(pool), data.examples, articles, llm, llm_cache, model_key,
          code_for(tasks.rerank, reranker)) for pool in pools], kept=not asks_llm)
@@ -135,7 +135,7 @@ def relation_stages(config: OPIConfig, data: Data, applied: list, registered: Re
                            config.paths.llm_cache)
     code, ids = code_for(tasks.classify, config.classifier), [e.id for e in examples]
 
-    asks_llm = not getattr(config.classifier, "trains", False) and registered is None
+    asks_llm = config.classifier.asks_llm and registered is None
 
     def classify(triples: list, of: list[str] = ids) -> dict[str, Any]:
         return stages.call("classification", tasks.classify, config.classifier, config.llm, training, of, triples,

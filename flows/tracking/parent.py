@@ -16,7 +16,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Param
 from omegaconf import DictConfig, OmegaConf
 
-from flows.run.progress import planned, ui_pointer
+from flows.base.progress import planned, ui_pointer
 from flows.tracking.runs import PARENT_ENV, run_tags
 from flows.tracking.store import open_experiment
 from flows.tracking.sweep_report import log_sweep_report, log_sweep_summary

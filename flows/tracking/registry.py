@@ -15,7 +15,7 @@ log = logging.getLogger("opi")
 def resolve_registered(config: OPIConfig) -> RegisteredModel | None:
     """``classifier.registered`` (``models:/name@alias`` or ``models:/name/<version>``) as a version and the place
     its files are; None when the classifier is not a registered model."""
-    uri = getattr(config.classifier, "registered", None)
+    uri = config.classifier.registered
     if not uri:
         return None
     client = MlflowClient(config.tracking.tracking_uri)

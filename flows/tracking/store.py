@@ -3,7 +3,7 @@ a file lock beside a local SQLite store, whose first use migrates it), and runs 
 
 A local SQLite store another process is writing is waited for, not failed on: each time MLflow takes a connection
 to it, one held by another writer is waited for up to ``BUSY_WAIT_S`` (said once per wait); past that, MLflow's
-"database is locked" is one line saying the store is busy, not damaged (``flows.run.errors``), and MLflow's own
+"database is locked" is one line saying the store is busy, not damaged (``flows.base.errors``), and MLflow's own
 logged traceback of it stays off the console."""
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from mlflow import MlflowClient
 from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
-from flows.run import store_checks
-from flows.run.errors import CommandError, from_sqlite
-from flows.run.store_checks import MLFLOW_FIX, PLACES, busy, intact_sqlite
+from flows.base import store_checks
+from flows.base.errors import CommandError, from_sqlite
+from flows.base.store_checks import MLFLOW_FIX, PLACES, busy, intact_sqlite
 from flows.tracking.owners import gone
 from opi.schemas import TrackingConfig
 from opi.sqlite_file import sqlite_problem
@@ -75,7 +75,7 @@ def wait_while_busy(connection, record, proxy) -> None:
                 deadline = time.monotonic() + wait
                 log.warning("%s is busy (another process is writing to it): waiting up to %.0f s", path, wait)
             if time.monotonic() >= deadline:
-                return  # MLflow's use fails as busy: one line (flows.run.errors)
+                return  # MLflow's use fails as busy: one line (flows.base.errors)
             time.sleep(0.25)
     finally:
         with suppress(sqlite3.Error):  # a connection SQLite refuses: MLflow's use of it says why

@@ -18,7 +18,7 @@ from flows.orchestration.cache import cached, hashed
 from flows.orchestration.prefect_adapter import was_cached
 from flows.tracking.notes import NOTE, Placed, fixed_line, limited, placement_notes, ranking_table, shown_metric
 from flows.tracking.store import existing_store
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 from flows.tracking.sweeps import (DESCRIPTION, child_predictions, children, description, display_names, find_sweep,
                                    sweep_incomplete, sweep_settings, yardsticks)
 from opi.relations import load_relation_set

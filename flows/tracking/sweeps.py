@@ -11,7 +11,7 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 from opi.naming import Described, short_names
 from opi.yardstick import MODEL_TAG, TAG
 

@@ -68,8 +68,9 @@ def balanced(cfg: OPIConfig) -> Split:
 
 def fit_local(cfg: OPIConfig, split: Split) -> tuple[Any, dict[str, float]]:
     """Cross-validate each family on train, fit the best on all of train, log and register it."""
-    t, emb, C = cfg.train, own_embedding(cfg, cfg.classifier), getattr(cfg.classifier, "C", LocalRelationClassifier.C)
-    words = getattr(cfg.classifier, "question_words", LocalRelationClassifier.question_words)
+    # the configured classifier's settings where it is the local one, else the local one's defaults
+    local = cfg.classifier if isinstance(cfg.classifier, LocalRelationClassifier) else LocalRelationClassifier()
+    t, emb, C, words = cfg.train, own_embedding(cfg, cfg.classifier), local.C, local.question_words
     frame, labels = triples_frame(split.triples(split.train)), split.labels(split.train)
     folds = StratifiedKFold(n_splits=t.cv_folds, shuffle=True, random_state=cfg.seed)
     scores = {}
@@ -125,25 +126,25 @@ def predict(cfg: OPIConfig, split: Split, fitted=None, model_id: str | None = No
     resources = {"embedder": embedder_for(own_embedding(cfg, cfg.classifier)), "embedding": own_embedding(cfg, cfg.classifier),
                  "seed": cfg.seed,
                  "relation_set": split.relation_set}
-    if fitted is not None or getattr(classifier, "registered", None):
+    if fitted is not None or classifier.registered:
         fitted = fitted if fitted is not None else mlflow.sklearn.load_model(classifier.registered)
         return LocalRelationClassifier(pipeline=fitted).predict(test), {}
-    if getattr(classifier, "trains", False):
+    if classifier.trains:
         trained = with_resources(classifier, **resources).fit(split.triples(split.train), split.labels(split.train))
         return trained.predict(test), {}
     if model_id:  # just fine-tuned: ask it in its training format
         classifier = LLMRelationClassifier(model=model_id, finetuned=True)
-    client = client_for(cfg.llm, cfg.paths.llm_cache, model=getattr(classifier, "model", None))
+    client = client_for(cfg.llm, cfg.paths.llm_cache, model=classifier.model)
     model = with_resources(classifier, client=client, **resources)
     predicted = model.predict(test)
     return predicted, {**client.usage.as_metrics("llm_classify"),
-                       "parse_failures": float(getattr(model, "parse_failures", 0))}
+                       "parse_failures": float(model.parse_failures)}
 
 
 def run_name(cfg: OPIConfig, split: Split) -> str:
     classifier, backend = cfg.classifier, cfg.train.backend
     name = {"local": "local-clf (trained)", "openai": f"fine-tune {cfg.train.base_model}"}.get(
-        backend, classifier.name if getattr(classifier, "trains", False) else f"{classifier.name} ({cfg.llm.name})")
+        backend, classifier.name if classifier.trains else f"{classifier.name} ({cfg.llm.name})")
     return f"{name} | {len(split.train)}/{len(split.test)} split"
 
 

@@ -33,7 +33,7 @@ HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")  # name or ow
 class ModelUnavailable(RuntimeError):
     """A sentence-transformers model that cannot be loaded when the run needs it (a hub name not in the cache with
     the hub unreachable: the preflight ``model_problem`` cannot tell that without asking the network), said in one
-    line and exit 2: a user error ``flows.run.errors.explained`` says as it is."""
+    line and exit 2: a user error ``flows.base.errors.explained`` says as it is."""
 
     @classmethod
     def of(cls, model: str, cause: BaseException, kind: str = "embedding") -> "ModelUnavailable":

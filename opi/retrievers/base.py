@@ -69,6 +69,9 @@ class Retriever(ABC):
     # ranks with the embedder it is given: its rankings depend on the embedding code too (a retriever of your own
     # that never embeds may say False, and keeps its rankings when that code changes)
     embeds: ClassVar[bool] = True
+    bound: ClassVar[str | None] = None  # "lower" or "upper": a bound on retrieval (random, oracle), not a retriever
+    needs_evidence: ClassVar[bool] = False  # ranks by the examples' gold evidence (the oracle)
+    local_models: ClassVar[tuple[str, ...]] = ()  # settings naming models to load, checked before the run
 
     def __post_init__(self):
         if not isinstance(self.k, int) or self.k < 1:

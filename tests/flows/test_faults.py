@@ -13,7 +13,7 @@ import mlflow
 import pandas as pd
 import pytest
 
-from flows.run.errors import EXIT_USER_ERROR, run_or_explain
+from flows.base.errors import EXIT_USER_ERROR, run_or_explain
 from flows.tracking.sweeps import sweep_incomplete
 from opi.data import load_examples
 from opi.schemas import DatasetConfig

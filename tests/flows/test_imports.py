@@ -75,3 +75,44 @@ def test_no_private_hydra_or_prefect_interface_outside_the_adapter():
              for number, line in enumerate(p.read_text().splitlines(), start=1)
              if any(pattern.search(line) for pattern in PRIVATE)]
     assert found == []
+
+
+# flows' packages, lowest first: each imports only from those below it (function-local imports included)
+LAYERS = [{"orchestration"}, {"base"}, {"tracking"}, {"run"}, {"human", "nightly", "training"}, {"cli"}]
+ALIASES = {"evaluate", "report", "label", "annotate", "train_classifier"}  # forwarding modules: python -m flows.x
+
+
+def flows_imports() -> set[tuple[str, str, str]]:
+    """(importing package, imported package, file) for every import of one flows package by another."""
+    found = set()
+    for path in (ROOT / "flows").rglob("*.py"):
+        parts = path.relative_to(ROOT / "flows").parts
+        package = parts[0] if len(parts) > 1 else path.stem
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            for module in modules:
+                if module.startswith("flows.") and module.split(".")[1] != package:
+                    found.add((package, module.split(".")[1], str(path.relative_to(ROOT))))
+    return found
+
+
+def test_flows_packages_import_one_way_only():
+    level = {package: number for number, layer in enumerate(LAYERS) for package in layer}
+    level.update(dict.fromkeys(ALIASES, len(LAYERS)))
+    packages = {p.name for p in (ROOT / "flows").iterdir() if (p / "__init__.py").exists()}
+    assert packages == set().union(*LAYERS)  # a new package takes its place in LAYERS
+    upward = sorted(f"{file}: {source} imports {target}" for source, target, file in flows_imports()
+                    if level[target] >= level[source])
+    assert upward == []
+
+
+def test_opi_imports_nothing_of_flows_prefect_or_mlflow():
+    found = []
+    for path in (ROOT / "opi").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            found += [f"{path.relative_to(ROOT)}: {m}" for m in modules
+                      if m.split(".")[0] in ("flows", "prefect", "mlflow")]
+    assert found == []

@@ -15,9 +15,9 @@ from mlflow.exceptions import MlflowException
 from sqlalchemy import event
 from sqlalchemy.pool import Pool
 
-from flows.run import store_checks
-from flows.run.errors import EXIT_USER_ERROR, explained
-from flows.run.store_checks import StoreError, intact_sqlite, separate_stores
+from flows.base import store_checks
+from flows.base.errors import EXIT_USER_ERROR, explained
+from flows.base.store_checks import StoreError, intact_sqlite, separate_stores
 from flows.tracking.store import mlflow_store_in_use, open_experiment
 from opi.embeddings import EmbeddingStore
 from opi.llm.cache import CallCache

@@ -1,6 +1,7 @@
 """A user's own retriever, defined outside OPI: it returns an article's first chunks (skipping ``skip``)."""
 from dataclasses import dataclass
 
+from opi.classify import RelationClassifier
 from opi.retrievers import Ranking, Retriever
 
 
@@ -23,7 +24,7 @@ class FirstSentenceReader:
 
 
 @dataclass
-class OneRelationClassifier:
+class OneRelationClassifier(RelationClassifier):
     """A user's own relation classifier that learns nothing: names one relation for every answer."""
 
     relation: str = "direct_matching"

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from flows.run.errors import EXIT_USER_ERROR
+from flows.base.errors import EXIT_USER_ERROR
 from hydra_plugins.opi_sweeper import ComposedOnce, expand
 from tests.helpers.cli import cli_command, cli_environment, run_cli
 

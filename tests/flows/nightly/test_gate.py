@@ -14,7 +14,7 @@ from flows.nightly import CHAMPION, gate  # imports Prefect, whose logging setup
 from flows.nightly.baseline import Baseline, champion, load_baseline, promote
 from flows.nightly.gate import (Night, Regression, comparable, decide, export_baseline, gate_settings, planned,
                                 same_yardstick)
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 from opi.regression import GateSettings, read_baseline_file, value, write_baseline_file
 from tests.flows.nightly.conftest import example_rows, nightly_cli, Store
 from tests.helpers.mlflow_stores import empty_store

@@ -4,7 +4,7 @@ from flows.orchestration import tasks
 from flows.orchestration.cache import hashed
 from flows.orchestration.tasks import StageContext
 from opi.articles import prepare_articles
-from opi.classify import TrainingSet
+from opi.classify import RelationClassifier, TrainingSet
 from opi.data import Example
 from opi.relations import Triple
 from opi.retrievers import BM25Retriever
@@ -22,7 +22,7 @@ def test_rank_returns_each_examples_ranking_to_the_depth_asked():
     assert again["a"].chunk_ids == rankings["a"].top(2).chunk_ids  # the shallow ranking is the deep one's prefix
 
 
-class Recording:
+class Recording(RelationClassifier):
     """A classifier that learns: counts its fits and names every triple by its answer."""
 
     trains = True

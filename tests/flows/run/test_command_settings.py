@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 
 from flows.run.config import KINDS, compose_config, component_class, kind_check, options, typed
 from flows.run.preflight import check_models, classifier_models
-from flows.run.errors import CommandError, explained
+from flows.base.errors import CommandError, explained
 from opi import components
 from opi.schemas import MAX_EXPERIMENT_NAME, MAX_TAG_VALUE, TrackingConfig
 from tests.helpers.cli import run_cli

@@ -6,7 +6,7 @@ import sys
 import mlflow
 import pytest
 
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 from flows.tracking import store
 from flows.tracking.runs import run_tags
 from opi.schemas import TrackingConfig

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 from flows.run.identity import Identity
 from flows.tracking import runs
 from flows.tracking.notes import NOTE, ordinal, Placed, with_interval

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 import mlflow
 import pytest
 
-from flows.run.errors import CommandError
+from flows.base.errors import CommandError
 from flows.tracking.sweeps import configuration_names, described, display_names, find_sweep, sweep_incomplete
 from opi.naming import Described
 

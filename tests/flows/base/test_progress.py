@@ -1,7 +1,7 @@
 """The progress line of a sweep and the pointer to its runs in the MLflow UI."""
 from urllib.parse import unquote
 
-from flows.run import progress
+from flows.base import progress
 
 
 def test_progress_counts_jobs_and_estimates_from_the_jobs_after_the_first(monkeypatch):

@@ -10,7 +10,7 @@ import sys
 from typing import Any, Callable, Iterator
 
 from flows.orchestration.server import OrchestrationError
-from flows.run.store_checks import PLACES, StoreError, store_of
+from flows.base.store_checks import PLACES, StoreError, store_of
 from opi.data import DataError
 from opi.embeddings.local import ModelUnavailable
 from opi.llm.faults import LLMError

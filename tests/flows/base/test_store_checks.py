@@ -3,7 +3,7 @@ import sqlite3
 
 import pytest
 
-from flows.run.store_checks import StoreError, intact_sqlite
+from flows.base.store_checks import StoreError, intact_sqlite
 
 
 def test_a_database_whose_path_holds_a_hash_is_checked_itself_and_nothing_is_created(tmp_path, monkeypatch):
