@@ -77,6 +77,10 @@ def test_a_label_mlflow_would_cut_is_refused():
                                                                "classifier (it has no predict())"),
     (["llm=custom", f"llm.reader._target_={LEAD}"], f"llm.reader._target_={LEAD} is not a reader (it has no "
                                                     "answer())"),
+    (["classifier=custom", "classifier._target_=opi.classify.CrossFitted"],  # has predict(), declares nothing
+     "classifier._target_=opi.classify.CrossFitted is not a subclass of opi.classify.RelationClassifier, which says "
+     "what the run asks of it: subclass opi.classify.RelationClassifier and implement predict(triples, "
+     "progress=None)"),
 ])
 def test_a_component_without_a_usable_class_is_one_line_naming_the_setting(overrides, message):
     assert refusal(*overrides).startswith(message)
