@@ -24,11 +24,12 @@ from typing import Mapping, Sequence
 import pandas as pd
 
 from opi.data import DataError
+from opi.metrics.names import BERTSIM, LRCR, OPI_1
 from opi.metrics.stats import UNITS, Scorer, adjusted, compare, design
 from opi.schemas import require_number
 
-GATED = ("opi_1", "bertsim", "lrcr")
-TEST_METRIC = {"opi_1": "opi", "bertsim": "bertsim", "lrcr": "lrcr"}
+GATED = (OPI_1, BERTSIM, LRCR)
+TEST_METRIC = {OPI_1: "opi", BERTSIM: BERTSIM, LRCR: LRCR}
 FAILING = ("regression", "missing")
 TOLERANCE = 0.01  # the equivalence margin: a smaller change is never a regression or an improvement
 ALPHA = 0.05  # the adjusted paired test's significance level

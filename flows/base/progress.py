@@ -6,6 +6,7 @@ import time
 from urllib.parse import quote
 
 from hydra_plugins.opi_sweeper import expand
+from opi.metrics.names import OPI_1
 
 _SWEEP: dict[str, float] = {}  # size, started, done, first (when the first job ended): this process's sweep
 
@@ -54,7 +55,7 @@ def clock(seconds: float) -> str:
     return f"{minutes}:{seconds:02d}"
 
 
-def ui_pointer(tracking_uri: str, experiment_id: str, parent: str, size: int, metric: str = "opi_1") -> str:
+def ui_pointer(tracking_uri: str, experiment_id: str, parent: str, size: int, metric: str = OPI_1) -> str:
     """The command that opens the MLflow UI on this store and the address of this sweep's runs table."""
     if tracking_uri.startswith(("http://", "https://")):
         command, base = "", tracking_uri.rstrip("/")

@@ -20,6 +20,7 @@ from flows.tracking.store import existing_store
 from flows.tracking.sweeps import child_predictions, find_sweep
 from opi.metrics.extrinsic import SCALE, annotation_sheet, export_sheet, import_sheet, scores_by_configuration
 from opi.metrics.meta import agreement_table, places
+from opi.metrics.names import BERTSIM
 from opi.metrics.ppi import ppi_mean
 from opi.metrics.stats import cluster_codes
 from opi.trace_records import traced_ids
@@ -27,7 +28,7 @@ from opi.trace_records import traced_ids
 log = logging.getLogger("opi")
 KEY_ARTIFACT = "annotation/key.csv"
 # score column in predictions.parquet -> (name in the tables, scale maximum)
-METRIC_COLUMNS = {"similarity": ("bertsim", 1.0), "correctness": ("correctness", 1.0), "judge_score": ("judge", 7.0)}
+METRIC_COLUMNS = {"similarity": (BERTSIM, 1.0), "correctness": ("correctness", 1.0), "judge_score": ("judge", 7.0)}
 
 
 def sweep_predictions(client, parent: str) -> pd.DataFrame:

@@ -33,6 +33,7 @@ from flows.tracking.sweep_report import log_sweep_summary
 from flows.tracking.sweeps import child_predictions, find_sweep
 from flows.tracking.traces import EXAMPLE_TAG
 from opi.data import DataError
+from opi.metrics.names import LRCR, OPI_1
 from opi.sheets import read_sheet as read_csv_sheet
 from opi.metrics.calibration import DEFAULT_ICC, calibrated_lrcr, labels_for_width
 from opi.metrics.ppi import MIN_ICC_CLUSTERS, design_effect, intraclass_correlation, same_cluster_share
@@ -152,8 +153,8 @@ def import_labels(client, tracking_uri: str, parent: str, path: Path, seed: int 
             if name not in ("configuration", "run_id") and pd.notna(value):
                 client.log_metric(row["run_id"], name, float(value))
     raw = {row["run_id"]: client.get_run(row["run_id"]).data.metrics for row in table.to_dict("records")}
-    table.insert(1, "lrcr", [raw[r].get("lrcr") for r in table["run_id"]])
-    table.insert(table.columns.get_loc("opi_1_calibrated"), "opi_1", [raw[r].get("opi_1") for r in table["run_id"]])
+    table.insert(1, LRCR, [raw[r].get(LRCR) for r in table["run_id"]])
+    table.insert(table.columns.get_loc("opi_1_calibrated"), OPI_1, [raw[r].get(OPI_1) for r in table["run_id"]])
     table = table.sort_values("opi_1_calibrated", ascending=False).drop(columns="run_id")
     with tempfile.TemporaryDirectory() as folder:
         table.to_csv(Path(folder) / "calibrated.csv", index=False)
@@ -276,7 +277,7 @@ def planned(configuration: str, rows: pd.DataFrame, human: pd.DataFrame | None, 
     share = same_cluster_share(clusters)
     needed, reached = labels_for_width(width, residual, len(rows), icc=icc, same_cluster=share)
     return {"configuration": configuration, "answers": used.describe(),
-            "lrcr": float((rows["predicted_relation"] == rows["relation"]).mean()), "icc": icc, "icc_from": icc_from,
+            LRCR: float((rows["predicted_relation"] == rows["relation"]).mean()), "icc": icc, "icc_from": icc_from,
             "design_effect": design_effect(needed, icc, share), "labels_needed": needed, "reaches_width": reached,
             "from": "labels so far" if residual is not None else "worst case (no labels yet)"}
 

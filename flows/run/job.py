@@ -15,6 +15,7 @@ from flows.run.outputs import record, scrub_hydra_outputs
 from flows.run.preflight import prepared
 from flows.base.progress import finished_one
 from opi.llm.client import CHARS_PER_TOKEN
+from opi.metrics.names import BERTSIM, LRCR
 
 log = logging.getLogger("opi")
 
@@ -34,7 +35,7 @@ def evaluate_job(cfg: DictConfig) -> float:
     coverage = coverage_line(metrics, len(result["predictions"]), config.chunking, config.metrics.evidence_match)
     for line in [*lines, *([coverage] if coverage else [])]:
         log.warning("%s: %s", describe(config).name, line)
-    return metrics.get("opi", metrics["bertsim"])
+    return metrics.get("opi", metrics[BERTSIM])
 
 
 # what a count of failures means, said once per configuration when it is not zero
@@ -107,6 +108,6 @@ def rerank_line(metrics: dict[str, float]) -> str | None:
 
 
 def scores_line(metrics: dict[str, float]) -> str:
-    if "lrcr" in metrics:
+    if LRCR in metrics:
         return f"BERTSim {metrics['bertsim']:.4f}  LRCR {metrics['lrcr']:.4f}  OPI-1 {metrics['opi_1']:.4f}"
     return f"BERTSim {metrics['bertsim']:.4f}  (no gold relations: no LRCR or OPI)"

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from opi.metrics.names import BERTSIM, LRCR
 from opi.report import display
 from opi.report.tables import interval as with_interval, missing  # the report's cells: 0.285 [0.244, 0.324]
 
@@ -71,7 +72,7 @@ def ranking_table(ranking: Sequence[Placed], metrics: dict[str, dict[str, tuple]
     metric -> (value, low, high))."""
     contenders = [p for p in ranking if p.bound is None]
     places = {p.run_id: str(place) for place, p in enumerate(contenders, start=1)}
-    shown = [metric, *(m for m in ("bertsim", "lrcr") if m != metric and any(m in v for v in metrics.values()))]
+    shown = [metric, *(m for m in (BERTSIM, LRCR) if m != metric and any(m in v for v in metrics.values()))]
     rows = [{"#": places.get(p.run_id, f"({p.bound} bound)"), "configuration": p.name,
              **{shown_metric(m): with_interval(*metrics[p.run_id][m]) if m in metrics[p.run_id] else ""
                 for m in shown}} for p in ranking]

@@ -20,6 +20,7 @@ from flows.base.progress import planned, ui_pointer
 from flows.tracking.runs import PARENT_ENV, run_tags
 from flows.tracking.store import open_experiment
 from flows.tracking.sweep_report import log_sweep_report, log_sweep_summary
+from opi.metrics.names import BERTSIM, OPI_1
 from opi.report import ReportSettings
 from opi.schemas import ReportConfig, TrackingConfig
 from opi.secrets import is_secret_name, redact_text
@@ -103,6 +104,6 @@ class MultirunParentRun(Callback):
         client.set_terminated(parent, status="FINISHED")
         run = client.get_run(parent)
         size = int(run.data.metrics.get("configurations", 0))
-        metric = run.data.tags.get("opi.ranked_by", "opi_1")
-        metric = metric if metric in ("opi_1", "bertsim") else "bertsim"  # not ranked: different yardsticks
+        metric = run.data.tags.get("opi.ranked_by", OPI_1)
+        metric = metric if metric in (OPI_1, BERTSIM) else BERTSIM  # not ranked: different yardsticks
         log.info("%s", ui_pointer(tracking.tracking_uri, run.info.experiment_id, parent, size, metric))

@@ -23,6 +23,7 @@ from opi.llm.cache import CallCache
 from opi.llm.client import ChatClient
 from opi.metrics import correctness
 from opi.metrics.extrinsic import LLMJudge
+from opi.metrics.names import BERTSIM
 from opi.metrics.opi import PAPER_BETAS, cosine_rows, summary
 from opi.relations import UNKNOWN, Triple, load_relation_set
 from opi.schemas import EmbeddingConfig, LLMConfig
@@ -86,7 +87,7 @@ def similarity(expected: str, generated: str, embedding: EmbeddingConfig) -> flo
 class BertSim(Scorer):
     """The cosine of the expected and the generated answer's embeddings by ``embedding`` (OPI's yardstick)."""
 
-    name: str = "bertsim"
+    name: str = BERTSIM
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
 
     def __call__(self, *, outputs: Any = None, expectations: dict | None = None) -> Feedback:
@@ -202,7 +203,7 @@ def _column(frame: pd.DataFrame, name: str) -> pd.Series:
 
 
 def opi_from_results(results, relations: Sequence[str] | None = None, betas: Sequence[float] = PAPER_BETAS, *,
-                     bertsim: str = "bertsim", correct: str = "relation_correct", gold: str = "gold_relation"
+                     bertsim: str = BERTSIM, correct: str = "relation_correct", gold: str = "gold_relation"
                      ) -> tuple[dict[str, float], pd.DataFrame]:
     """BERTSim, LRCR and OPI(β) per relation and overall (``opi.metrics.opi.summary``: ``opi_<β>`` the pooled
     Formula 3, ``opi_<β>_mean`` the mean of per-relation OPIs) from ``mlflow.genai.evaluate``'s per-row results (an

@@ -21,13 +21,14 @@ from flows.tracking.store import existing_store
 from flows.base.errors import CommandError
 from flows.tracking.sweeps import (DESCRIPTION, child_predictions, children, description, display_names, find_sweep,
                                    sweep_incomplete, sweep_settings, yardsticks)
+from opi.metrics.names import BERTSIM, LRCR, OPI_1
 from opi.relations import load_relation_set
 from opi.report import CALIBRATED, Configuration, ReportSettings, SweepReport, build_report
 from opi.schemas import ReportConfig
 from opi.yardstick import mixed
 
 log = logging.getLogger("opi")
-COLUMNS = ["bertsim", "lrcr", "lrcr_calibrated", "opi_1", "opi_1_calibrated", "opi_1_mean", "opi_2", "opi_0_5",
+COLUMNS = [BERTSIM, LRCR, "lrcr_calibrated", OPI_1, "opi_1_calibrated", "opi_1_mean", "opi_2", "opi_0_5",
            "cache_hits", "seconds_total"]  # *_calibrated: after opi-label answers import
 REPORT_FILES = "The whole report: `report/report.html` and `report/report.md` (this run's Artifacts)."
 VIEW_TAG = "mlflow.sharedViewState."  # + key: a runs view MLflow's UI opens at ?viewStateShareKey=<key> ("Share")
@@ -45,7 +46,7 @@ def comparison_table(runs: list, names: dict[str, str], ranked: bool = True) -> 
 
 def ranked_metric(table) -> str:
     """What a sweep is ranked by: calibrated OPI-1 (people's labels) first, then OPI-1, then BERTSim."""
-    return next(c for c in ("opi_1_calibrated", "opi_1", "bertsim") if c in table)
+    return next(c for c in ("opi_1_calibrated", OPI_1, BERTSIM) if c in table)
 
 
 def yardstick_clash(runs: list, parent_run_id: str) -> str | None:
@@ -86,7 +87,7 @@ def logged_intervals(runs: list) -> dict[str, dict[str, tuple]]:
     """Run id -> metric -> (value, interval low, high) of the headline metrics each child logged."""
     return {run.info.run_id: {m: (run.data.metrics[m], run.data.metrics.get(f"{m}_ci_low"),
                                   run.data.metrics.get(f"{m}_ci_high"))
-                              for m in ("opi_1_calibrated", "opi_1", "bertsim", "lrcr") if m in run.data.metrics}
+                              for m in ("opi_1_calibrated", OPI_1, BERTSIM, LRCR) if m in run.data.metrics}
             for run in runs}
 
 
@@ -109,7 +110,7 @@ def share_view(client: MlflowClient, parent_run_id: str, metric: str | None) -> 
     first by ``metric`` (None: not ranked), the headline columns, every child in the charts (not MLflow's first
     10)."""
     ranked = [metric, f"{metric}_ci_low", f"{metric}_ci_high"] if metric else []
-    others = () if metric == "bertsim" else ("opi_1", "bertsim", "lrcr")  # bertsim: no gold relations, no others
+    others = () if metric == BERTSIM else (OPI_1, BERTSIM, LRCR)  # bertsim: no gold relations, no others
     columns = [*ranked, *(m for m in others if m not in ranked)]
     state = {"searchFilter": f"tags.mlflow.parentRunId = '{parent_run_id}'", "runsHiddenMode": "SHOW_ALL",
              "selectedColumns": [f"metrics.`{c}`" for c in columns],
@@ -133,7 +134,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
         (Path(folder) / "comparison.txt").write_text(table.to_string(index=False, float_format="%.4f"))
         client.log_artifacts(parent_run_id, folder)
     client.log_metric(parent_run_id, "configurations", len(table))
-    shown = [c for c in ("configuration", "bertsim", "lrcr", "opi_1") if c in table]
+    shown = [c for c in ("configuration", BERTSIM, LRCR, OPI_1) if c in table]
     if clash:
         client.set_tag(parent_run_id, "opi.ranked_by", "none: different yardsticks")
         client.set_tag(parent_run_id, NOTE, limited(f"**Not ranked**: {clash}"))

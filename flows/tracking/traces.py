@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import pandas as pd
+from opi.metrics.names import BERTSIM
 
 log = logging.getLogger("opi")
 BATCH = 100  # traces queued before a flush: each is ~5 export tasks, within MLflow's queue of 1,000
@@ -168,7 +169,7 @@ def feedback(context: TraceContext, row: pd.Series, code) -> list[tuple[str, Any
 
     scores: list[tuple[str, Any, str | None, Any]] = []
     if present(row["similarity"]):
-        scores.append(("bertsim", round(float(row["similarity"]), 6),
+        scores.append((BERTSIM, round(float(row["similarity"]), 6),
                        f"cosine of the gold and the generated answer's embeddings by {context.yardstick}", code))
     if present(row["relation"]) and present(row["predicted_relation"]):
         scores.append(("relation_correct", int(row["predicted_relation"] == row["relation"]),  # 1/0: averaged

@@ -25,6 +25,7 @@ from typing import Sequence
 import pandas as pd
 
 from opi.diagnostics import COLUMNS as DIAGNOSTIC_COLUMNS
+from opi.metrics.names import BERTSIM
 from opi.metrics.opi import beta_key, bertsim, summary
 from opi.metrics.retrieval import TOO_LONG
 from opi.metrics.stats import column_interval, confidence_intervals
@@ -54,11 +55,11 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
     rows = answered(rows)
     missing = {"answers_missing": float(len(every) - len(rows))} if len(rows) < len(every) else {}
     if not has_gold_relations(rows):
-        interval = confidence_intervals(rows, beta, confidence, resamples, seed, ("bertsim",), unit)["bertsim"]
-        metrics = {"bertsim": bertsim(rows["similarity"].tolist()), "n_examples": float(len(rows)),
+        interval = confidence_intervals(rows, beta, confidence, resamples, seed, (BERTSIM,), unit)[BERTSIM]
+        metrics = {BERTSIM: bertsim(rows["similarity"].tolist()), "n_examples": float(len(rows)),
                    "bertsim_ci_low": interval.low, "bertsim_ci_high": interval.high, **means(every), **missing,
                    **rank_metrics(every, confidence, resamples, seed, unit)}
-        return metrics, pd.DataFrame(columns=["relation", "n", "bertsim"])
+        return metrics, pd.DataFrame(columns=["relation", "n", BERTSIM])
     labelled = rows[rows["relation"].notna()]  # a gold relation the classifier could not name: left out here
     metrics, table = summary(labelled, relations, sorted({*betas, beta}))
     metrics["opi"] = metrics[beta_key(beta)]
@@ -67,7 +68,7 @@ def configuration_metrics(rows: pd.DataFrame, relations: Sequence[str], betas: S
                        gold_relations_missing=float(len(rows) - len(labelled)))
     intervals = confidence_intervals(labelled, beta, confidence, resamples, seed, unit=unit)
     if len(labelled) < len(rows):  # BERTSim is over every row: so is its interval (missing relations one stratum)
-        intervals.update(confidence_intervals(rows, beta, confidence, resamples, seed, ("bertsim",), unit))
+        intervals.update(confidence_intervals(rows, beta, confidence, resamples, seed, (BERTSIM,), unit))
     for name, interval in intervals.items():
         metrics[f"{name}_ci_low"], metrics[f"{name}_ci_high"] = interval.low, interval.high
     for record in table.to_dict("records"):

@@ -19,6 +19,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from opi.metrics.names import BERTSIM, LRCR
 
 PAPER_BETAS = (0.5, 1.0, 2.0)
 
@@ -78,10 +79,10 @@ def per_relation_table(rows: pd.DataFrame, relations: Sequence[str], betas: Sequ
             continue
         b = bertsim(group["similarity"].tolist())
         l_ = lrcr(group["relation"].tolist(), group["predicted_relation"].tolist())
-        record = {"relation": relation, "n": len(group), "bertsim": b, "lrcr": l_}
+        record = {"relation": relation, "n": len(group), BERTSIM: b, LRCR: l_}
         record.update({beta_key(beta): opi(max(b, 0.0), l_, beta) for beta in betas})
         records.append(record)
-    return pd.DataFrame.from_records(records, columns=["relation", "n", "bertsim", "lrcr",
+    return pd.DataFrame.from_records(records, columns=["relation", "n", BERTSIM, LRCR,
                                                        *[beta_key(b) for b in betas]])
 
 
@@ -95,13 +96,13 @@ def pooled_opi(table: pd.DataFrame, beta: float = 1.0) -> float:
     if table.empty:
         raise ValueError("no relation has examples")
     n = len(table)
-    return opi(max(float(table["bertsim"].sum()), 0.0) / n, float(table["lrcr"].sum()) / n, beta)
+    return opi(max(float(table[BERTSIM].sum()), 0.0) / n, float(table[LRCR].sum()) / n, beta)
 
 
 def mean_opi(table: pd.DataFrame, beta: float = 1.0) -> float:
     if table.empty:
         raise ValueError("no relation has examples")
-    return float(np.mean([opi(max(b, 0.0), l_, beta) for b, l_ in zip(table["bertsim"], table["lrcr"])]))
+    return float(np.mean([opi(max(b, 0.0), l_, beta) for b, l_ in zip(table[BERTSIM], table[LRCR])]))
 
 
 def summary(rows: pd.DataFrame, relations: Sequence[str], betas: Sequence[float] = PAPER_BETAS
@@ -113,8 +114,8 @@ def summary(rows: pd.DataFrame, relations: Sequence[str], betas: Sequence[float]
     """
     table = per_relation_table(rows, relations, betas)
     metrics = {
-        "bertsim": bertsim(rows["similarity"].tolist()),
-        "lrcr": lrcr(rows["relation"].tolist(), rows["predicted_relation"].tolist()),
+        BERTSIM: bertsim(rows["similarity"].tolist()),
+        LRCR: lrcr(rows["relation"].tolist(), rows["predicted_relation"].tolist()),
         "n_examples": float(len(rows)),
         "relations_present": float(len(table)),
     }

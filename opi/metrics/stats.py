@@ -24,9 +24,10 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from opi.metrics.names import BERTSIM, LRCR
 from opi.metrics.opi import beta_key, opi
 
-METRICS = ("bertsim", "lrcr", "opi")
+METRICS = (BERTSIM, LRCR, "opi")
 UNITS = ("article", "example")
 CLUSTER = "cluster"  # the per-example column naming the example's cluster (opi.predictions)
 MIN_CLUSTERS = 10  # fewer clusters than this: intervals and tests by cluster mean little
@@ -142,7 +143,7 @@ class Scorer:
         correct = (rows["relation"] == rows["predicted_relation"]).to_numpy(dtype=float)
         clusters = np.arange(len(rows)) if clusters is None else np.asarray(clusters)
         relations = rows["relation"].to_numpy() if relations is None else np.asarray(relations)
-        self.data = ClusterSums({"bertsim": rows["similarity"].to_numpy(dtype=float), "lrcr": correct}, relations,
+        self.data = ClusterSums({BERTSIM: rows["similarity"].to_numpy(dtype=float), LRCR: correct}, relations,
                                 clusters)
         self.beta = beta
 
@@ -267,8 +268,8 @@ def _score(totals: dict[str, tuple[np.ndarray, np.ndarray]], metric: str, beta: 
     if metric != "opi":
         return mean_of(*totals[metric])
     with np.errstate(invalid="ignore"):
-        b = np.maximum(np.nanmean(relation_means(*totals["bertsim"]), axis=-1), 0.0)
-        l_ = np.nanmean(relation_means(*totals["lrcr"]), axis=-1)
+        b = np.maximum(np.nanmean(relation_means(*totals[BERTSIM]), axis=-1), 0.0)
+        l_ = np.nanmean(relation_means(*totals[LRCR]), axis=-1)
     return np.asarray(opi(b, l_, beta))
 
 

@@ -6,6 +6,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from opi.metrics.names import BERTSIM, LRCR
 from opi.naming import Described, clean, short_names
 from opi.schemas import ReportConfig
 
@@ -51,7 +52,7 @@ def display(metric: str) -> str:
     for prefix, shown in (("ndcg_at_", "nDCG@"), ("recall_at_", "recall@")):
         if metric.startswith(prefix):
             return shown + metric.removeprefix(prefix)
-    return {"bertsim": "BERTSim", "lrcr": "LRCR", "mrr": "MRR", "judge_mean": "judge"}.get(metric, metric)
+    return {BERTSIM: "BERTSim", LRCR: "LRCR", "mrr": "MRR", "judge_mean": "judge"}.get(metric, metric)
 
 
 def labels_of(configurations: Sequence[Configuration], fixed: tuple[tuple[str, str], ...] = ()

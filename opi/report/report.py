@@ -10,6 +10,7 @@ from typing import Sequence
 import pandas as pd
 
 from opi.metrics.configuration import has_gold_relations
+from opi.metrics.names import BERTSIM, LRCR
 from opi.metrics.opi import beta_key
 from opi.metrics.stats import Design
 from opi.report import plots, render, statistics
@@ -75,7 +76,7 @@ class SweepReport:
 
     @property
     def metrics(self) -> list[str]:
-        return list(dict.fromkeys([self.rank_by, "bertsim", "lrcr"])) if self.relation_tables else ["bertsim"]
+        return list(dict.fromkeys([self.rank_by, BERTSIM, LRCR])) if self.relation_tables else [BERTSIM]
 
     def verdict(self) -> list[str]:
         """The decision, then one line per headline metric (Markdown)."""
@@ -105,7 +106,7 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
     if not configurations:
         raise ValueError("a report needs at least one configuration")
     labelled = all(has_gold_relations(c.predictions) for c in configurations)
-    key, tested = (beta_key(s.beta), "opi") if labelled else ("bertsim", "bertsim")
+    key, tested = (beta_key(s.beta), "opi") if labelled else (BERTSIM, BERTSIM)
     labels, fixed = labels_of(configurations, s.fixed)
     s = s if fixed == s.fixed else dataclasses.replace(s, fixed=fixed)
     runs = statistics.paired_rows(configurations)
@@ -116,10 +117,10 @@ def build_report(configurations: Sequence[Configuration], relations: Sequence[st
                  design=statistics.sweep_design(runs, s.config.unit))
     if not labelled:
         return SweepReport(overall, pd.DataFrame(), pd.DataFrame(), statistics.answer_quality(overall), **parts)
-    long = long[["configuration", "relation", "n", "bertsim", "lrcr", key]]
+    long = long[["configuration", "relation", "n", BERTSIM, LRCR, key]]
     contenders = overall.loc[overall["kind"] != "bound", "configuration"].tolist()
     return SweepReport(overall, long, statistics.strengths(runs, long, s, contenders),
                        statistics.answer_quality(overall), **parts,
                        relation_tables=statistics.relation_tables(long, overall["configuration"], relations,
-                                                                  dict.fromkeys(["bertsim", "lrcr", key])),
+                                                                  dict.fromkeys([BERTSIM, LRCR, key])),
                        calibrated=statistics.calibrated(configurations, metrics_of))

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from opi.metrics.names import BERTSIM, LRCR
 from opi.report import tables
 from opi.report.base import PERFECT, display
 from opi.report.statistics import retrieval_ndcg
@@ -92,7 +93,7 @@ def per_relation(report: SweepReport) -> list[Section]:
     contenders = report.overall.loc[report.overall["kind"] != "bound", "configuration"].tolist()
     return [(f"{display(metric)} per relation", "", tables.per_relation(report.relation_tables[metric],
                                                                         report.labels, contenders))
-            for metric in dict.fromkeys([report.rank_by, "bertsim", "lrcr"]) if metric in report.relation_tables]
+            for metric in dict.fromkeys([report.rank_by, BERTSIM, LRCR]) if metric in report.relation_tables]
 
 
 def calibrated(report: SweepReport) -> Section | None:

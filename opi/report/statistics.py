@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from opi.metrics.configuration import RANK_METRIC, answered, configuration_metrics
+from opi.metrics.names import BERTSIM, LRCR, OPI_1
 from opi.metrics.opi import beta_key
 from opi.metrics.stats import Design, adjusted, compare, compare_column, design, gap_closed
 from opi.report.base import PERFECT, RECALL_ONLY, Configuration, ReportSettings
@@ -20,7 +21,7 @@ from opi.report.base import PERFECT, RECALL_ONLY, Configuration, ReportSettings
 SHOWN_MEANS = ["lrcr_question_only", "gap_closed", "gap_closed_ci_low", "gap_closed_ci_high",
                "retrieved_sentences_mean", "retrieved_words_mean", "support_recall", "answer_found", "evidence_hit",
                "right_article"]
-ANSWER_SCORES = {"bertsim": "similarity", "correctness": "correctness", "judge_mean": "judge_score"}
+ANSWER_SCORES = {BERTSIM: "similarity", "correctness": "correctness", "judge_mean": "judge_score"}
 CALIBRATED = ["lrcr_calibrated", "lrcr_calibrated_ci_low", "lrcr_calibrated_ci_high", "opi_1_calibrated",
               "opi_1_calibrated_ci_low", "opi_1_calibrated_ci_high", "labels_used", "classifier_accuracy_vs_people"]
 
@@ -64,7 +65,7 @@ def overall_rows(configurations: Sequence[Configuration], relations: Sequence[st
         metrics_of[c.name] = metrics
         row = {"configuration": c.name, "kind": "bound" if c.bound else c.kind, "bound": c.bound,
                "n": len(c.predictions)}
-        for name in dict.fromkeys(["bertsim", "lrcr", key] if labelled else ["bertsim"]):
+        for name in dict.fromkeys([BERTSIM, LRCR, key] if labelled else [BERTSIM]):
             row.update({name: metrics[name], f"{name}_ci_low": metrics[f"{name}_ci_low"],
                         f"{name}_ci_high": metrics[f"{name}_ci_high"]})
         if labelled:
@@ -155,7 +156,7 @@ def strengths(runs: dict[str, pd.DataFrame], long: pd.DataFrame, s: ReportSettin
 def answer_quality(overall: pd.DataFrame) -> pd.DataFrame:
     """Contenders ranked by BERTSim, with answer correctness and the judge where the runs have them."""
     table = overall[overall["kind"] != "bound"][["configuration", *[c for c in ANSWER_SCORES if c in overall]]]
-    table = table.sort_values("bertsim", ascending=False, kind="stable").reset_index(drop=True)
+    table = table.sort_values(BERTSIM, ascending=False, kind="stable").reset_index(drop=True)
     for name in ANSWER_SCORES:
         if name in table:
             table[f"{name}_rank"] = table[name].rank(ascending=False, method="min").astype("Int64")  # none: <NA>
@@ -165,7 +166,7 @@ def answer_quality(overall: pd.DataFrame) -> pd.DataFrame:
 def calibrated(configurations: Sequence[Configuration], metrics_of: dict[str, dict[str, float]]) -> pd.DataFrame:
     """Raw beside calibrated LRCR and OPI-1, for the configurations people's labels calibrated, best first."""
     values_of = {c.name: dict(c.calibrated) for c in configurations}
-    rows = [{"configuration": name, "lrcr": metrics_of[name]["lrcr"], "opi_1": metrics_of[name]["opi_1"],
+    rows = [{"configuration": name, LRCR: metrics_of[name][LRCR], OPI_1: metrics_of[name][OPI_1],
              **{metric: values.get(metric) for metric in CALIBRATED}}
             for name, values in values_of.items() if values.get("lrcr_calibrated") is not None]
     if not rows:

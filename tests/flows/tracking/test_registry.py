@@ -9,12 +9,13 @@ from mlflow.exceptions import MlflowException
 
 from flows.orchestration.tasks import RegisteredModel
 from flows.tracking.registry import resolve_registered
+from opi.classify import LLMRelationClassifier
 from tests.helpers.mlflow_stores import empty_store
 
 
 def config(uri: str, registered=...):
     """What ``resolve_registered`` reads of an OPIConfig: the classifier's ``registered`` and the tracking URI."""
-    classifier = SimpleNamespace() if registered is ... else SimpleNamespace(registered=registered)
+    classifier = LLMRelationClassifier() if registered is ... else SimpleNamespace(registered=registered)
     return SimpleNamespace(classifier=classifier, tracking=SimpleNamespace(tracking_uri=uri))
 
 
@@ -33,7 +34,7 @@ def registry(tmp_path):
 
 def test_a_classifier_that_is_not_registered_resolves_to_nothing(tmp_path):
     uri = f"sqlite:///{tmp_path}/none.db"
-    assert resolve_registered(config(uri)) is None  # an LLM classifier: no such setting
+    assert resolve_registered(config(uri)) is None  # an LLM classifier: the protocol's default, none
     assert resolve_registered(config(uri, None)) is None
     assert resolve_registered(config(uri, "")) is None
     assert not (tmp_path / "none.db").exists()  # no store opened for it
