@@ -226,13 +226,16 @@ def separate_stores(config: OPIConfig, folders: dict[str, Path]) -> None:
                              f"apart (point {setting} elsewhere)")
     containers = {s: p for s, (p, kind) in stores.items() if kind == "folder"}
     database = stores.get("tracking.tracking_uri")
-    if database and database[1] == "file" and not within(Path.cwd(), database[0].parent):
-        containers["tracking.tracking_uri"] = database[0].parent  # MLflow's own folder (mlruns/), not the project's
+    if database and database[1] == "file" and database[0].parent.name == MLFLOW_FOLDER:
+        containers["tracking.tracking_uri"] = database[0].parent  # MLflow's own folder, not a project's beside it
     for run, folder in folders.items():
         for setting, container in containers.items():
             if within(folder, container):
                 raise StoreError(f"{run}={folder} is inside {setting}={container}: a run's output folder is kept "
                                  f"apart from the stores; point {run} elsewhere")
+
+
+MLFLOW_FOLDER = "mlruns"  # MLflow's own folder (its default, and OPI's: mlruns/mlflow.db, mlruns/artifacts)
 
 
 def within(path: Path, folder: Path) -> bool:

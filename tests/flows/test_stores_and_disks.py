@@ -233,11 +233,13 @@ def test_stores_inside_one_another_are_refused_naming_both_settings(tmp_path, ca
     assert expected.format(t=t) in str(refused.value)
 
 
-def test_the_usual_places_are_apart(tmp_path, monkeypatch):
+def test_the_usual_places_are_apart(tmp_path):
     t = tmp_path.resolve()
     separate_stores(stores(t), {"hydra.run.dir": t / "outputs" / "1"})  # the defaults' layout
-    monkeypatch.chdir(t)  # mlflow.db beside the project: its outputs/ are not inside MLflow's folder
-    separate_stores(stores(t, tracking_uri=f"sqlite:///{t}/mlflow.db"), {"hydra.run.dir": t / "outputs" / "1"})
+    # mlflow.db in a project's folder (or a test's, a nightly's), whatever the working directory: its outputs/ and
+    # multirun/ are beside the store, not inside MLflow's own folder
+    separate_stores(stores(t, tracking_uri=f"sqlite:///{t}/mlflow.db", artifact_location=f"{t}/artifacts"),
+                    {"hydra.run.dir": t / "outputs" / "1", "hydra.sweep.dir": t / "multirun"})
     separate_stores(stores(t, enabled=False, tracking_uri="sqlite:///nowhere"), {})
 
 
