@@ -43,6 +43,13 @@ def sqlite_problem(err: BaseException) -> tuple[str, str] | None:
     return None
 
 
+def refused_by_disk(err: BaseException) -> bool:
+    """A full or read-only disk refused a new file's setup: no other process can have set it up either. Any other
+    failure (another process setting the same new file up holds it busy) leaves the file to that process."""
+    text = str(err.__cause__ or err).lower()
+    return "disk is full" in text or "readonly" in text or "read-only" in text
+
+
 class _Connection(sqlite3.Connection):
     """A connection whose errors that are the store's state (``sqlite_problem``) are a ``StoreFault`` naming it,
     when a statement runs and when its rows are read."""
@@ -112,9 +119,9 @@ class SQLiteFile:
             for statement in self.statements():
                 db.execute(statement)
             status = self.path.stat()
-        except BaseException:
+        except BaseException as err:
             self._close()
-            if created:
+            if created and refused_by_disk(err):
                 self._remove_unfinished()
             raise
         self._file = (status.st_dev, status.st_ino)

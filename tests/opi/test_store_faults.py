@@ -11,7 +11,7 @@ import pytest
 from opi.embeddings import EmbeddingStore
 from opi.embeddings.store import text_key
 from opi.llm.cache import CallCache
-from opi.sqlite_file import StoreFault, _Connection
+from opi.sqlite_file import StoreFault, _Connection, raise_fault
 from tests.opi.test_embedding_store import LengthEmbedder
 
 AGAIN = "then run the same command again (finished stages are kept)"
@@ -45,6 +45,22 @@ def test_a_new_store_that_cannot_be_set_up_leaves_no_file(tmp_path, monkeypatch)
     with pytest.raises(StoreFault, match="its disk is full"):
         EmbeddingStore(tmp_path / "embeddings.sqlite")
     assert list(tmp_path.iterdir()) == []  # no 0-byte embeddings.sqlite, no -wal or -shm
+
+
+def test_a_new_store_another_process_holds_busy_is_left_to_that_process(tmp_path, monkeypatch):
+    """Two processes making the same new store: the one that finds it busy must not remove the file the other is
+    setting up (the other would then fail with a disk I/O error)."""
+    real = _Connection.execute
+
+    def busy(self, statement, *args):
+        if statement.lstrip().upper().startswith("CREATE"):  # as the statement reports SQLite's busy error
+            raise_fault(self.store, sqlite3.OperationalError("database is locked"))
+        return real(self, statement, *args)
+
+    monkeypatch.setattr(_Connection, "execute", busy)
+    with pytest.raises(StoreFault, match="it is busy"):
+        EmbeddingStore(tmp_path / "embeddings.sqlite")
+    assert (tmp_path / "embeddings.sqlite").exists()
 
 
 def test_a_store_made_read_only_during_the_run_is_a_store_fault(tmp_path):
