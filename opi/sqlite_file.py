@@ -21,15 +21,18 @@ class StoreFault(Exception):
     """A store OPI keeps in SQLite that cannot be used now: the message names the file and the next step."""
 
 
+FULL, READ_ONLY = "its disk is full", "it is read-only"  # what sqlite_problem says happened
+
+
 def sqlite_problem(err: BaseException) -> tuple[str, str] | None:
     """(what happened, what to do) for an SQLite error that is the state of a store or of its disk (full,
     read-only, busy, unopenable, damaged), None for anything else (a bug). The text is SQLite's own, also as
     SQLAlchemy and MLflow repeat it."""
     text = str(err).lower()
     if "disk is full" in text:
-        return "its disk is full", f"free some space on that disk, {AGAIN}"
+        return FULL, f"free some space on that disk, {AGAIN}"
     if "readonly" in text or "read-only" in text:
-        return "it is read-only", f"make the file and its folder writable again, {AGAIN}"
+        return READ_ONLY, f"make the file and its folder writable again, {AGAIN}"
     if "database is locked" in text or "database table is locked" in text or "database is busy" in text:
         return ("it is busy: another process is writing to it (it is not damaged)",
                 f"let that process finish (or stop it), {AGAIN}")
@@ -46,8 +49,8 @@ def sqlite_problem(err: BaseException) -> tuple[str, str] | None:
 def refused_by_disk(err: BaseException) -> bool:
     """A full or read-only disk refused a new file's setup: no other process can have set it up either. Any other
     failure (another process setting the same new file up holds it busy) leaves the file to that process."""
-    text = str(err.__cause__ or err).lower()
-    return "disk is full" in text or "readonly" in text or "read-only" in text
+    problem = sqlite_problem(err.__cause__ or err)
+    return problem is not None and problem[0] in (FULL, READ_ONLY)
 
 
 class _Connection(sqlite3.Connection):
