@@ -50,11 +50,32 @@ def sentence_union(sentence_id_groups: Iterable[Iterable[int]]) -> list[int]:
     return sorted({i for group in sentence_id_groups for i in group})
 
 
+class Combination:
+    """What the run asks of a combination: its ``kind`` (``single``, ``A-``, ``S-``), ``name`` and ``members``
+    (names in the ``retrievers`` catalogue); ``k``, the chunks it hands on (None: each member's own ``k`` decides);
+    ``ordered``, whether it has an order of its own;
+    ``combine``, one example's retrieved chunks and sentences from its members' rankings cut to their k; and
+    ``ranking``, the order rank-aware metrics read (None: it has none, the members' rankings are read)."""
+
+    kind: ClassVar[str]
+    k: ClassVar[Optional[int]] = None
+    ordered: ClassVar[bool] = False  # one order of its own (single, A-): a reranker reads it as one list
+    name: str
+    members: list[str]
+
+    def combine(self, rankings: Sequence[Ranking], sentences_of: SentencesOf) -> Retrieved:
+        raise NotImplementedError(f"{type(self).__name__} must implement combine(rankings, sentences_of)")
+
+    def ranking(self, deep: Sequence[Ranking], cut: Sequence[Ranking]) -> Ranking | None:
+        raise NotImplementedError(f"{type(self).__name__} must implement ranking(deep, cut)")
+
+
 @dataclass
-class Single:
+class Single(Combination):
     """One retriever alone (the ``retriever`` group's choice)."""
 
     kind: ClassVar[str] = "single"
+    ordered: ClassVar[bool] = True
     name: str = "single"
     members: list[str] = field(default_factory=list)
 
@@ -78,10 +99,11 @@ def _check_members(name: str, members: Sequence[str], weights: Sequence[float] |
 
 
 @dataclass
-class RankFusion:
+class RankFusion(Combination):
     """A-: reciprocal-rank fusion of the members' rankings, cut to ``k`` chunks."""
 
     kind: ClassVar[str] = "A-"
+    ordered: ClassVar[bool] = True
     name: str = "A-"
     members: list[str] = field(default_factory=list)
     weights: Optional[list[float]] = None  # one per member; None = equal (1/n each, LangChain's default)
@@ -105,7 +127,7 @@ class RankFusion:
 
 
 @dataclass
-class SentenceUnion:
+class SentenceUnion(Combination):
     """S-: the union of the complete sentences each member retrieved."""
 
     kind: ClassVar[str] = "S-"

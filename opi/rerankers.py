@@ -120,16 +120,11 @@ def candidate_pools(combination: Any, deep: Sequence[Mapping[str, Ranking]], can
                     ) -> dict[str, Ranking] | None:
     """The chunks a reranker reads for a combination with an order of its own (A-: the members' rankings each cut to
     ``candidates``, fused, the fused top ``candidates``), by example id; None for one without (S-)."""
-    ranking_of = getattr(combination, "ranking", None)
-    if ranking_of is None:
+    if not combination.ordered:
         return None
-    pools = {}
-    for example_id in deep[0]:
-        pool = ranking_of([m[example_id] for m in deep], [m[example_id].top(candidates) for m in deep])
-        if pool is None:
-            return None
-        pools[example_id] = pool.top(candidates)
-    return pools
+    return {example_id: combination.ranking([m[example_id] for m in deep],
+                                            [m[example_id].top(candidates) for m in deep]).top(candidates)
+            for example_id in deep[0]}
 
 
 @dataclass

@@ -20,15 +20,23 @@ def walks() -> dict[str, tuple[int, int, list[tuple[str, str | None]]]]:
 
 
 def definition(path: str, symbol: str) -> ast.AST:
-    """The function or class ``symbol`` (``Class.method`` for a method) defined in ``path``."""
+    """The function, class or table ``symbol`` (``Class.method`` for a method) defined in ``path``."""
     scope: list[ast.AST] = ast.parse((ROOT / path).read_text()).body
     found = None
     for part in symbol.split("."):
-        found = next((node for node in scope if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-                      and node.name == part), None)
+        found = next((node for node in scope if named(node) == part), None)
         assert found is not None, f"{path} defines no {symbol}"
-        scope = found.body
+        scope = getattr(found, "body", [])
     return found
+
+
+def named(node: ast.AST) -> str | None:
+    """The name a function, a class or a module-level table (``PIPELINE = ...``) defines."""
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
 
 
 def names_in(node: ast.AST) -> set[str]:

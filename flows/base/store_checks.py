@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from flows.orchestration.server import prefect_home, uses_temporary_server
 from opi.schemas import OPIConfig
+from opi.memory import MEMORY
 from opi.sqlite_file import AGAIN, SQLiteFile, columns, foreign
 
 log = logging.getLogger("opi")
@@ -61,7 +62,7 @@ def intact_sqlite(path: Path, what: str, fix: str, store: type[SQLiteFile] | Non
     if not path.is_file() or path.stat().st_size == 0:
         return
     seen = (str(path.resolve()), path.stat().st_size, path.stat().st_mtime_ns)
-    if seen in _INTACT:  # each job of a sweep checks the stores again: read a large file once per process
+    if MEMORY.holds("checked stores", seen):  # each job of a sweep checks the stores again: read a large file once per process
         return
     try:
         verdict, found = when_free(path, what, lambda db: (db.execute("PRAGMA quick_check").fetchone()[0],
@@ -74,7 +75,7 @@ def intact_sqlite(path: Path, what: str, fix: str, store: type[SQLiteFile] | Non
     if reason:
         raise StoreError(f"{what}: {path} is not an OPI {store_name(store)} ({reason}): point {what} at another "
                          "file, or move this one away")
-    _INTACT.add(seen)
+    MEMORY.first_time("checked stores", seen)
 
 
 def busy(err: sqlite3.Error) -> bool:
@@ -121,7 +122,6 @@ def store_name(store: type[SQLiteFile]) -> str:
     return {"EmbeddingStore": "embedding store", "CallCache": "LLM call cache"}.get(store.__name__, "store")
 
 
-_INTACT: set[tuple[str, int, int]] = set()
 
 
 MLFLOW_FIX = "move it away (a new store is made) or restore it from a backup"

@@ -98,9 +98,9 @@ def silver_labels(config: OPIConfig, examples, labels: list[str]) -> list[str]:
         training = file_training(config.classifier.train_path, config.relations.set)
     context = StageContext(own_embedding(config, config.classifier), config.relations.set, config.seed,
                            config.paths.llm_cache)  # the classifier's own embedding over the run's, as runs use it
-    result = tasks.classify.fn(config.classifier, config.llm, training, ids, triples, context, "",
+    result = tasks.classify.fn(config.classifier, config.llm, training, ids, triples, context,
                                resolve_registered(config))
-    return result["predicted"]
+    return result.predicted
 
 
 def import_sheet(config: OPIConfig, sheet_path: Path, out: Path) -> None:

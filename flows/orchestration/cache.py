@@ -8,8 +8,8 @@
 - ``cached``: a task with that key (``ContentInputs``), plus the task's source and the ``code`` argument every task
   takes (``flows.orchestration.code``), persisted under the cache folder with SERIALIZABLE isolation and file locks:
   when two processes need the same result, one computes it and the other waits and reads it.
-- ``read_kept`` / ``keep``: a whole configuration's result under one key; ``StageCalls`` counts hits and misses,
-  and takes the work each computed task measured (``flows.orchestration.work``).
+- ``read_kept`` / ``keep``: a whole configuration's result under one key; ``StageCalls`` calls stages as they are
+  declared, counts hits and misses, and takes the work each computed call measured (``flows.orchestration.work``).
 """
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ from prefect.utilities.hashing import hash_objects
 from flows.orchestration.cache_files import CacheFileSystem
 from flows.orchestration.locks import FileLockManager
 from flows.orchestration.prefect_adapter import was_cached, with_result_storage
-from flows.orchestration.work import RunWork, measured
+from flows.orchestration.stage import Stage
+from flows.orchestration.work import RunWork
 from opi.components import RESOURCES, target_of
 
 
@@ -91,7 +92,7 @@ def cache_layout(cache_dir: str) -> tuple[CacheFileSystem, CacheFileSystem, File
 
 
 def cached(task_fn, cache_dir: str):
-    """The task with its cache and result storage under ``cache_dir``."""
+    """The task (a stage's: ``Stage.task``) with its cache and result storage under ``cache_dir``."""
     results, keys, locks = cache_layout(cache_dir)
     configured = task_fn.with_options(
         cache_policy=(ContentInputs() + TASK_SOURCE).configure(key_storage=keys, lock_manager=locks,
@@ -130,42 +131,45 @@ def keep(cache_dir: str, key: str, value: Any) -> None:
 
 
 class StageCalls:
-    """Calls stage tasks through the cache, counting hits, misses and seconds per stage, and the work the tasks
-    computed in this run measured (``work``). The tasks keep their vectors in ``embedding_store``."""
+    """Calls stages (``flows.orchestration.stage``) through the cache as their declarations say, counting hits,
+    misses and seconds per stage group, and the work the calls computed in this run measured (``work``). The
+    stages keep their vectors in ``embedding_store``."""
 
     def __init__(self, cache_dir: str, quote_inputs: bool = True, embedding_store: str | None = None):
         self.cache_dir, self.embedding_store = cache_dir, embedding_store
         self.work = RunWork()
         self.hits = self.misses = 0
         self.seconds: dict[str, float] = {}
-        self.computed: dict[str, int] = {}  # per stage: task calls computed (not read from the cache)
+        self.computed: dict[str, int] = {}  # per stage group: calls computed (not read from the cache)
         # quote(): our inputs are plain data, never futures, so Prefect need not walk them (seconds per warm grid).
         # Not on Dask, whose graphs read the annotation (a tuple) as a task.
         self.wrap = quote if quote_inputs else (lambda value: value)
 
-    def call_many(self, stage: str, task_fn, *calls: tuple, kept: bool = True) -> list:
-        """Submit the calls to the flow's task runner together, then collect their results in order. ``kept``:
-        False for a stage whose every LLM reply is kept call by call in the LLM call cache, which alone knows which
-        replies were no answer (those must be asked again by the next run, not read back with the stage)."""
+    def call_many(self, stage: Stage, *calls: tuple) -> list:
+        """Submit the calls to the flow's task runner together, then collect their results in order."""
         started = time.perf_counter()
-        task_fn = measured(task_fn)
-        futures = [(cached(task_fn, self.cache_dir) if kept else task_fn).submit(
-            *map(self.wrap, args), embedding_store=self.embedding_store) for args in calls]
+        submitted = []
+        for args in calls:
+            arguments = stage.arguments(args)
+            kept = stage.kept(arguments)
+            future = (cached(stage.task, self.cache_dir) if kept else stage.task).submit(
+                *map(self.wrap, args), code=stage.code(arguments), embedding_store=self.embedding_store)
+            submitted.append((future, kept))
         results = []
-        for future in futures:
+        for future, kept in submitted:
             future.wait()
             hit = kept and was_cached(future.state)
             if hit:
                 self.hits += 1
             elif kept:
                 self.misses += 1
-                self.computed[stage] = self.computed.get(stage, 0) + 1
+                self.computed[stage.counted_as] = self.computed.get(stage.counted_as, 0) + 1
             results.append(self.work.value_of(future.state.result(), computed=not hit))
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - started
+        self.seconds[stage.counted_as] = self.seconds.get(stage.counted_as, 0.0) + time.perf_counter() - started
         return results
 
-    def call(self, stage: str, task_fn, *args, kept: bool = True):
-        return self.call_many(stage, task_fn, args, kept=kept)[0]
+    def call(self, stage: Stage, *args):
+        return self.call_many(stage, args)[0]
 
     def counts(self) -> dict[str, float]:
         return {**self.work.metrics(), "cache_hits": self.hits, "cache_misses": self.misses,

@@ -13,20 +13,19 @@ from tqdm import tqdm
 from opi.llm.cache import CallCache
 from opi.llm.client import ChatClient
 from opi.llm.local_server import LocalLLMServer
+from opi.memory import MEMORY
 from opi.schemas import LLMConfig, LocalServerConfig
 
 log = logging.getLogger("opi")
-_servers: dict[str, Any] = {}
 
 
 def local_server(spec: LocalServerConfig) -> LocalLLMServer:
-    key = repr(dataclasses.astuple(spec))
-    if key not in _servers:
+    def start() -> LocalLLMServer:
         server = LocalLLMServer(spec.model, spec.threads, spec.context, spec.parallel).start()
         atexit.register(server.stop)
         log.info("local LLM server (%s) on %s", spec.model, server.base_url)
-        _servers[key] = server
-    return _servers[key]
+        return server
+    return MEMORY.recall("chat servers", repr(dataclasses.astuple(spec)), start)
 
 
 def client_for(llm: LLMConfig, cache_path: str, model: str | None = None) -> ChatClient:

@@ -1,9 +1,10 @@
-"""Prefect tasks: the ``opi`` stages at batch granularity, cached on their inputs and on the code they run.
+"""The stages: the ``opi`` work at batch granularity, each declared once (``flows.orchestration.stage``) with what
+its cache key covers, whether its result is kept and what its time counts as; ``STAGES`` is the table of them.
 
-Each task takes ``code``, the hash of the source it depends on (``code_for``: the ``opi`` modules it calls, the
-modules of the components it builds, and this file), so an edit in a module a stage runs computes it again and an
-edit elsewhere does not. Tasks receive the typed configs and built components (``opi.schemas``, ``opi.components``);
-the cache keys them by their settings (``flows.orchestration.cache.key_of``).
+A stage's key covers its inputs and the source it depends on (the ``opi`` modules it calls, the modules of the
+components it builds, and this file), so an edit in a module a stage runs computes it again and an edit elsewhere
+does not. Stages receive the typed configs and built components (``opi.schemas``, ``opi.components``); the cache keys
+them by their settings (``flows.orchestration.cache.key_of``).
 """
 from __future__ import annotations
 
@@ -11,43 +12,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefect import task
 from prefect.utilities.hashing import hash_objects
 
 from flows.orchestration.cache import key_of
 from flows.orchestration.clients import client_for, progress_bar
-from flows.orchestration.code import code_version
+from flows.orchestration.results import Answers, Classified, Quality, Reranked
+from flows.orchestration.stage import Stage, stage
 from opi import components
 from opi.articles import prepare_articles
 from opi.classify import CrossFitted, TrainingSet
 from opi.embeddings import embedder_for
 from opi.metrics.correctness import AnswerCorrectness
 from opi.metrics.extrinsic import LLMJudge
+from opi.memory import MEMORY
 from opi.metrics.opi import cosine_rows
 from opi.relations import Triple, load_relation_set
 from opi.report import build_report
 from opi.rerankers import rerank_examples
 from opi.retrieval import rank_examples
 from opi.schemas import ChunkingConfig, EmbeddingConfig, LLMConfig, MetricsConfig
-
-# the opi modules each task calls (with everything they import, and the modules of the components it is given)
-USES = {
-    "chunk-articles": ("opi.articles",),
-    "rank": ("opi.retrieval",),  # and opi.embeddings for a retriever that embeds (rank_code)
-    "rerank": ("opi.rerankers", "opi.llm.client"),
-    "answer": ("opi.embeddings", "opi.llm.client"),
-    "classify": ("opi.classify", "opi.relation_features", "opi.embeddings", "opi.llm.client"),
-    "classifier-accuracy": ("opi.classify", "opi.relation_features", "opi.embeddings"),
-    "answer-similarity": ("opi.metrics.opi", "opi.embeddings"),
-    "answer-quality": ("opi.metrics.correctness", "opi.metrics.extrinsic", "opi.llm.client"),
-    "sweep-report": ("opi.report",),
-}
-
-
-def code_for(task_fn, *used: Any) -> str:
-    """The ``code`` argument of a call of ``task_fn`` that builds the components ``used``."""
-    return code_version(*USES[task_fn.name], *used, files=[Path(__file__)])
-
 
 @dataclass(frozen=True)
 class StageContext:
@@ -68,13 +51,14 @@ class RegisteredModel:
     location: str
 
 
-@task(name="chunk-articles")
-def chunk_articles(contexts: list[str], chunking: ChunkingConfig, language: str, code: str):
+@stage("chunk-articles", counted_as="chunking", uses=("opi.articles",))
+def chunk_articles(contexts: list[str], chunking: ChunkingConfig, language: str):
     return prepare_articles(contexts, chunking.size, chunking.overlap, chunking.length, language)
 
 
-@task(name="rank")
-def rank(retriever, depth: int, examples: list, articles: dict, embedding: EmbeddingConfig | None, code: str):
+@stage("rank", counted_as="retrieval", uses=("opi.retrieval",), embeds=lambda a: a["retriever"].embeds,
+       components=lambda a: (a["retriever"],))
+def rank(retriever, depth: int, examples: list, articles: dict, embedding: EmbeddingConfig | None):
     """Each example's ranking to ``depth``: one ranking serves every ``k`` up to it. ``embedding``: the retriever's
     (its own settings over the run's); None for a retriever that does not embed (its rankings keep their cache
     whatever the embedding model)."""
@@ -82,15 +66,10 @@ def rank(retriever, depth: int, examples: list, articles: dict, embedding: Embed
     return rank_examples(components.with_resources(retriever, embedder=model), examples, articles, depth)
 
 
-def rank_code(retriever) -> str:
-    """The ``code`` of ranking with ``retriever``: its module and what it imports, and the embedding code where it
-    embeds."""
-    return code_for(rank, retriever, *(["opi.embeddings"] if retriever.embeds else []))
-
-
-@task(name="rerank")
+@stage("rerank", counted_as="rerank", uses=("opi.rerankers", "opi.llm.client"),
+       components=lambda a: (a["reranker"],), kept=lambda a: not a["reranker"].asks_llm)
 def rerank(reranker, pools: dict, examples: list, articles: dict, llm: LLMConfig | None, llm_cache: str | None,
-           model_key: str | None, code: str) -> dict[str, Any]:
+           model_key: str | None) -> Reranked:
     """Each example's candidate chunks (``pools``) reranked, what the reranker was asked (pairs, candidates left
     unscored) and its LLM usage. ``llm``, ``llm_cache``: None for a reranker that asks no LLM; ``model_key`` (for
     the cache key only): its model's content, where it has one."""
@@ -106,23 +85,22 @@ def rerank(reranker, pools: dict, examples: list, articles: dict, llm: LLMConfig
     counts = {"rerank_pairs": float(pairs), "rerank_unscored": float(unscored)}
     if reranker.asks_llm:  # its replies that could not be parsed, also asked again
         counts["rerank_parse_failures"] = float(model.parse_failures)
-    return {"rankings": rankings, "counts": counts,
-            "usage": client.usage.as_metrics("llm_rerank") if client is not None else {}}
+    return Reranked(rankings, counts, client.usage.as_metrics("llm_rerank") if client is not None else {})
 
 
-@task(name="answer")
+@stage("answer", counted_as="generation", uses=("opi.llm.client",), embeds=True,
+       components=lambda a: (a["llm"].reader,), kept=lambda a: not a["llm"].endpoint)
 def answer(llm: LLMConfig, questions: list[str], sentence_lists: list[list[str]], embedding: EmbeddingConfig,
-           llm_cache: str, code: str) -> dict[str, Any]:
+           llm_cache: str) -> Answers:
     """Answers and the LLM usage they cost (calls, cache hits, retries, tokens, cost); ``embedding``: the reader's."""
     client = client_for(llm, llm_cache) if llm.endpoint else None
     reader = components.with_resources(llm.reader, embedder=embedder_for(embedding), client=client)
     if client is None:
-        return {"answers": reader.answer(questions, sentence_lists), "usage": {}, "calls": None}
+        return Answers(reader.answer(questions, sentence_lists))
     bar, update = progress_bar(len(questions), f"answers ({llm.name})", client)
     with bar:
         answers = reader.answer(questions, sentence_lists, update)
-    return {"answers": answers, "usage": client.usage.as_metrics("llm_answer"),
-            "calls": getattr(reader, "calls", None)}  # per example: prompt, cached, tokens (an LLMReader's)
+    return Answers(answers, client.usage.as_metrics("llm_answer"), reader.calls)
 
 
 def resources(context: StageContext) -> dict[str, Any]:
@@ -130,9 +108,11 @@ def resources(context: StageContext) -> dict[str, Any]:
             "relation_set": load_relation_set(context.relation_set)}
 
 
-@task(name="classify")
+@stage("classify", counted_as="classification", uses=("opi.classify", "opi.relation_features", "opi.llm.client"),
+       embeds=True, components=lambda a: (a["classifier"],),
+       kept=lambda a: a["registered"] is not None or not a["classifier"].asks_llm)
 def classify(classifier, llm: LLMConfig, training: TrainingSet | None, apply_ids: list[str], apply: list[Triple],
-             context: StageContext, code: str, registered: RegisteredModel | None = None) -> dict[str, Any]:
+             context: StageContext, registered: RegisteredModel | None = None) -> Classified:
     """Predicted relations of ``apply`` (``unknown`` where an LLM reply could not be parsed), usage and counts.
 
     A classifier that learns is fitted on ``training``: cross-fitted when it is the evaluated data's own pool (no
@@ -144,21 +124,18 @@ def classify(classifier, llm: LLMConfig, training: TrainingSet | None, apply_ids
 
         model = components.with_resources(classifier, pipeline=mlflow.sklearn.load_model(registered.location),
                                           **given)
-        return {"predicted": model.predict(apply), "usage": {}, "counts": {}}
+        return Classified(model.predict(apply))
     if classifier.trains:
         model = fitted(classifier, training, given)
         predicted = model.predict(apply_ids, apply) if training.cross_fit else model.predict(apply)
-        return {"predicted": predicted, "usage": {}, "counts": {}}
+        return Classified(predicted)
     client = client_for(llm, context.llm_cache, model=classifier.model)
     model = components.with_resources(classifier, client=client, **given)
     bar, update = progress_bar(len(apply), f"relations ({classifier.name})", client)
     with bar:
         predicted = model.predict(apply, update)
-    return {"predicted": predicted, "usage": client.usage.as_metrics("llm_classify"),
-            "counts": {"parse_failures": float(model.parse_failures)}, "replies": model.replies}
-
-
-_FITTED: dict[str, Any] = {}  # fitted classifiers of this process: one fit serves every configuration of a sweep
+    return Classified(predicted, client.usage.as_metrics("llm_classify"),
+                      {"parse_failures": float(model.parse_failures)}, model.replies)
 
 
 def fitted(classifier, training: TrainingSet, given: dict[str, Any]):
@@ -166,29 +143,28 @@ def fitted(classifier, training: TrainingSet, given: dict[str, Any]):
     process for the same settings and data."""
     key = hash_objects(key_of(classifier), key_of(training), given["seed"], key_of(given["embedding"]),
                        raise_on_failure=True)
-    if key not in _FITTED:
-        def fresh():
-            return components.with_resources(classifier, **given)
 
-        while len(_FITTED) >= 2:  # a sweep's (a cross-fitted and a plainly fitted one at most), not every one seen
-            _FITTED.pop(next(iter(_FITTED)))
-        _FITTED[key] = (CrossFitted(fresh, training.ids, training.triples, training.labels,
-                                    classifier.folds)
-                        if training.cross_fit else fresh().fit(training.triples, training.labels))
-    return _FITTED[key]
+    def fresh():
+        return components.with_resources(classifier, **given)
+
+    def fit():
+        if training.cross_fit:
+            return CrossFitted(fresh, training.ids, training.triples, training.labels, classifier.folds)
+        return fresh().fit(training.triples, training.labels)
+    return MEMORY.recall("fitted classifiers", key, fit)
 
 
-@task(name="classifier-accuracy")
-def classifier_accuracy(classifier, training: TrainingSet, context: StageContext, code: str) -> float:
+@stage("classifier-accuracy", counted_as="classification", uses=("opi.classify", "opi.relation_features"),
+       embeds=True, components=lambda a: (a["classifier"],))
+def classifier_accuracy(classifier, training: TrainingSet, context: StageContext) -> float:
     """Cross-validated accuracy of the classifier on its labelled training triples."""
     pool = TrainingSet(training.ids, training.triples, training.labels, cross_fit=True)
     predicted = fitted(classifier, pool, resources(context)).predict(pool.ids, pool.triples)
     return float(sum(p == g for p, g in zip(predicted, pool.labels)) / len(pool.labels))
 
 
-@task(name="answer-similarity")
-def answer_similarity(gold: list[str], generated: list[str | None], embedding: EmbeddingConfig, code: str
-                      ) -> list[float]:
+@stage("answer-similarity", counted_as="scoring", uses=("opi.metrics.opi",), embeds=True)
+def answer_similarity(gold: list[str], generated: list[str | None], embedding: EmbeddingConfig) -> list[float]:
     """Cosine of each gold and generated answer's embeddings by the yardstick (``metrics.similarity``); NaN where
     there is no answer."""
     embedder = embedder_for(embedding)
@@ -201,9 +177,10 @@ def answer_similarity(gold: list[str], generated: list[str | None], embedding: E
     return similarities
 
 
-@task(name="answer-quality")
+@stage("answer-quality", counted_as="answer-metrics",
+       uses=("opi.metrics.correctness", "opi.metrics.extrinsic", "opi.llm.client"), kept=False)
 def answer_quality(metrics: MetricsConfig, llm: LLMConfig, questions: list[str], truths: list[str],
-                   answers: list[str], similarities: list[float], llm_cache: str, code: str) -> dict[str, Any]:
+                   answers: list[str], similarities: list[float], llm_cache: str) -> Quality:
     """LLM-scored answer metrics per example (None where a reply could not be parsed), the judge's reasons and
     their usage."""
     client = client_for(llm, llm_cache)
@@ -225,10 +202,14 @@ def answer_quality(metrics: MetricsConfig, llm: LLMConfig, questions: list[str],
         counts["judge_failures"] = float(judge.parse_failures)
         reasons = dict(zip(given, judge.reasons))
         texts["judge_reason"] = [reasons.get(i) for i in range(len(answers))]
-    return {"columns": columns, "texts": texts, "counts": counts, "usage": client.usage.as_metrics("llm_metrics")}
+    return Quality(columns, texts, counts, client.usage.as_metrics("llm_metrics"))
 
 
-@task(name="sweep-report")
-def sweep_report(configurations: list, relations: list[str], settings, code: str):
+@stage("sweep-report", counted_as="report", uses=("opi.report",))
+def sweep_report(configurations: list, relations: list[str], settings):
     """The sweep report's tables and tests (its permutation tests are most of a warm sweep's time otherwise)."""
     return build_report(configurations, relations, settings)
+
+
+STAGES: tuple[Stage, ...] = (chunk_articles, rank, rerank, answer, classify, classifier_accuracy, answer_similarity,
+                             answer_quality, sweep_report)

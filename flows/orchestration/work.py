@@ -2,9 +2,9 @@
 a Dask worker) and sent back with its result, so a configuration's counts are the sum of what its tasks did, not a
 difference of this process's counters (which, on Dask, did none of it).
 
-- ``measured``: a stage task whose body runs with the run's embedding store (``embedding_store``, a keyword its
-  cache key leaves out: a worker process reads and writes the same store as the driver) inside
-  ``opi.embeddings.counting``, and returns ``Measured``: its value, its embedding work, and its process's totals.
+- ``measuring``: a stage's body run with the run's embedding store (``embedding_store``, a keyword its cache key
+  leaves out: a worker process reads and writes the same store as the driver) inside ``opi.embeddings.counting``,
+  returning ``Measured``: its value, its embedding work, and its process's totals.
 - ``RunWork``: the driver's tally: the work of the calls computed in this run (a cache hit did none) and each
   process's totals as last reported.
 
@@ -25,12 +25,11 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from prefect import task
-
 from opi.embeddings import counting, embedding_counts, use_store
 
 WORK = ("texts_embedded", "texts_from_embedding_store")  # logged by every configuration, 0 when nothing embedded
-STORE = inspect.Parameter("embedding_store", inspect.Parameter.KEYWORD_ONLY, default=None)
+KEYWORDS = [inspect.Parameter("code", inspect.Parameter.KEYWORD_ONLY, default=""),  # for the cache key only
+            inspect.Parameter("embedding_store", inspect.Parameter.KEYWORD_ONLY, default=None)]
 
 
 @dataclass(frozen=True)
@@ -56,23 +55,17 @@ def embedder_totals() -> dict[str, float]:
 
 
 def measuring(fn: Callable) -> Callable:
-    """``fn`` run with the embedding store given as ``embedding_store`` and its work counted: a ``Measured``."""
+    """``fn`` run with the embedding store given as ``embedding_store`` and its work counted: a ``Measured``.
+    ``code`` (the source the result depends on) is a parameter for the cache key alone."""
     @functools.wraps(fn)
-    def body(*args, embedding_store: str | None = None, **kwargs) -> Measured:
+    def body(*args, code: str = "", embedding_store: str | None = None, **kwargs) -> Measured:
         with use_store(embedding_store), counting() as work:
             value = fn(*args, **kwargs)
         return Measured(value, work.counts, this_process(), embedder_totals())
 
     signature = inspect.signature(fn)  # Prefect binds a call's arguments to it
-    body.__signature__ = signature.replace(parameters=[*signature.parameters.values(), STORE])
+    body.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *KEYWORDS])
     return body
-
-
-@functools.cache
-def measured(task_fn):
-    """``task_fn`` as a task that measures its work (``measuring``). Its source, and so its cache key, is
-    ``task_fn``'s."""
-    return task(measuring(task_fn.fn), name=task_fn.name)
 
 
 class RunWork:

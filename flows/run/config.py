@@ -28,6 +28,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from flows.base.errors import EXIT_USER_ERROR, composed
 from opi import components
 from opi.classify import RelationClassifier
+from opi.combine import Combination
+from opi.llm.reader import Reader
 from opi.rerankers import NoReranker, Reranker, reranks
 from opi.retrievers.base import Retriever
 from opi.secrets import resolved_settings_problem, settings_problem
@@ -101,19 +103,22 @@ def compose_config(overrides: list[str], config_name: str = "config") -> DictCon
 KINDS = {
     "retriever": ("a retriever", [("prepare",), ("rank_examples",)],
                   "subclass opi.retrievers.Retriever and implement score() or rank()", "MyRetriever"),
-    "combination": ("a combination", [("combine",), ("ranking",)], "see opi.combine.RankFusion", "MyCombination"),
+    "combination": ("a combination", [("combine",), ("ranking",)],
+                    "subclass opi.combine.Combination and implement combine() and ranking()", "MyCombination"),
     "rerank": ("a reranker", [("scores", "score_many")],
                "subclass opi.rerankers.Reranker and implement scores() or score_many()", "MyReranker"),
     "classifier": ("a relation classifier", [("predict",)],
                    "subclass opi.classify.RelationClassifier and implement predict(triples, progress=None)",
                    "MyClassifier"),
-    "llm.reader": ("a reader", [("answer",)], "a class with answer(questions, sentence_lists, progress=None)",
+    "llm.reader": ("a reader", [("answer",)],
+                   "subclass opi.llm.reader.Reader and implement answer(questions, sentence_lists, progress=None)",
                    "MyReader"),
 }
 
 
 # the base class of each group's components: it declares what the run reads of one (opi.components' protocols)
-BASES = {"retriever": Retriever, "rerank": Reranker, "classifier": RelationClassifier}
+BASES = {"retriever": Retriever, "combination": Combination, "rerank": Reranker, "classifier": RelationClassifier,
+         "llm.reader": Reader}
 
 
 def kind_check(group: str):
@@ -269,7 +274,7 @@ def check_candidates(config: OPIConfig) -> None:
         return
     if config.single:
         cuts = {"retriever.k": config.retriever.k}
-    elif hasattr(config.combination, "k"):  # A-: the fused ranking is reranked, then cut to the combination's k
+    elif config.combination.ordered:  # A-: the fused ranking is reranked, then cut to the combination's k
         cuts = {"combination.k": config.combination.k}
     else:  # S-: each member's candidates are reranked, then cut to its k
         cuts = {f"retrievers.{name}.k": member.k for name, member in config.members().items()}

@@ -1,5 +1,5 @@
 """One configuration as one Prefect flow run: its whole result read from the cache under ``configuration_key``, or
-computed stage by stage (``flows.run.stages``), with this run's embedding work counted: what its stage tasks
+computed stage by stage (``flows.run.pipeline``), with this run's embedding work counted: what its stage tasks
 measured, wherever they ran (``flows.orchestration.work``), and what this process did outside them."""
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from flows.orchestration.cache import read_kept, keep
 from flows.orchestration.code import code_version
 from flows.orchestration.runners import task_runner
 from flows.orchestration.server import run_flow
-from flows.orchestration.tasks import USES, RegisteredModel
+from flows.orchestration.tasks import STAGES, RegisteredModel
 from flows.orchestration.work import RunWork
 from flows.run.data import Data, load_data, training_for, training_key
 from flows.run.identity import describe, effective_settings
-from flows.run.stages import run_stages
+from flows.run.pipeline import run_stages
 from flows.tracking.registry import resolve_registered
 from flows.tracking.runs import flatten
 from opi.embeddings import counting, use_store
@@ -32,7 +32,7 @@ FLOWS = Path(__file__).resolve().parent.parent  # the flow code that assembles a
 def result_code(config: OPIConfig) -> str:
     """The source a configuration's whole result depends on: every stage's modules and components, the metrics,
     and the flow code that assembles them."""
-    used = [module for modules in USES.values() for module in modules if module != "opi.report"]
+    used = ["opi.embeddings", *(module for stage in STAGES if stage.name != "sweep-report" for module in stage.uses)]
     files = [*(FLOWS / "run").glob("*.py"), *(FLOWS / "orchestration").glob("*.py")]
     return code_version(*used, "opi.metrics.configuration", "opi.metrics.retrieval", "opi.predictions",
                         *config.members().values(),
@@ -63,18 +63,18 @@ def run_configuration(config: OPIConfig) -> dict[str, Any]:
         kept = read_kept(cache_dir, key)
         if kept is not None:
             result = kept
-            counts = {**RunWork().metrics(), "cache_hits": kept["stages"], "cache_misses": 0,
+            counts = {**RunWork().metrics(), "cache_hits": kept.stages, "cache_misses": 0,
                       "seconds_lookup": time.perf_counter() - started}
         else:
             result, counts = run_stages(config, data, registered)
-            if not unanswered(result["metrics"]):  # replies that were no answer are asked again by the next run
+            if not unanswered(result.metrics):  # replies that were no answer are asked again by the next run
                 keep(cache_dir, key, result)
     log.info("%s: %d of %d stage results reused from the cache%s", describe(config).name, counts["cache_hits"],
-             result["stages"], " (the configuration's whole result, one read)" if kept is not None else "")
+             result.stages, " (the configuration's whole result, one read)" if kept is not None else "")
     work = {name: counts.get(name, 0.0) + value for name, value in here.counts.items()}
-    metrics = {**result["metrics"], **counts, **work}
-    return {"metrics": metrics, "predictions": result["predictions"], "per_relation": result["per_relation"],
-            "traces": result["traces"]}
+    metrics = {**result.metrics, **counts, **work}
+    return {"metrics": metrics, "predictions": result.predictions, "per_relation": result.per_relation,
+            "traces": result.traces}
 
 
 def unanswered(metrics: dict[str, float]) -> float:

@@ -24,6 +24,7 @@ from flows.run.identity import component_embeddings
 from flows.base.progress import planned_sweep, start_sweep
 from hydra_plugins.opi_sweeper import expand
 from flows.base.store_checks import check_stores, note_sweep_folder
+from opi.memory import MEMORY
 from opi.data import DataError
 from opi.embeddings.local import model_problem
 from opi.llm.client import api_key, check_keys
@@ -35,12 +36,11 @@ from opi.components import one_line
 from opi.sentences import UNSPACED_LANGUAGES, has_rules
 
 log = logging.getLogger("opi")
-_NOTICES: set[str] = set()  # said once per process, not once per job of a sweep
 
 
 def notice_once(message: str) -> None:
-    if message not in _NOTICES:
-        _NOTICES.add(message)
+    """Said once per process, not once per job of a sweep."""
+    if MEMORY.first_time("said", message):
         log.warning("%s", message)
 
 

@@ -23,6 +23,7 @@ from flows.base.errors import CommandError, from_sqlite
 from flows.base.store_checks import MLFLOW_FIX, PLACES, busy, intact_sqlite
 from flows.tracking.owners import gone
 from opi.schemas import TrackingConfig
+from opi.memory import MEMORY
 from opi.sqlite_file import sqlite_problem
 
 log = logging.getLogger("opi")
@@ -137,13 +138,11 @@ def open_experiment(tracking: TrackingConfig, experiment: str | None = None) -> 
             experiment_id = found.experiment_id
             if found.tags.get(KIND_TAG, EARLIER_KIND) == EARLIER_KIND:
                 client.set_experiment_tag(experiment_id, KIND_TAG, EXPERIMENT_TAGS[KIND_TAG])
-    if (tracking.tracking_uri, experiment_id) not in _ORPHANS_CHECKED:
-        _ORPHANS_CHECKED.add((tracking.tracking_uri, experiment_id))
+    if MEMORY.first_time("checked experiments", (tracking.tracking_uri, experiment_id)):
         fail_orphans(client, experiment_id)
     return client, experiment_id
 
 
-_ORPHANS_CHECKED: set[tuple[str, str]] = set()
 
 
 def fail_orphans(client: MlflowClient, experiment_id: str) -> None:

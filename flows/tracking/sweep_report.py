@@ -191,11 +191,12 @@ def built_report(configurations: list[Configuration], relations: list[str], sett
     """The report; with ``cache_dir``, one of the same predictions and settings (a re-run sweep) is read back."""
     if cache_dir is None:
         return build_report(configurations, relations, settings)
-    state = cached(tasks.sweep_report, cache_dir)(hashed(configurations), relations, settings,
-                                                  tasks.code_for(tasks.sweep_report), return_state=True)
+    stage = tasks.sweep_report
+    state = cached(stage.task, cache_dir)(hashed(configurations), relations, settings, code=stage.code(),
+                                          return_state=True)
     if was_cached(state):
         log.info("sweep report: tables and tests of these predictions reused from the cache")
-    return state.result()
+    return state.result().value
 
 
 def ranking_of_report(report: SweepReport, ids: dict[str, str]) -> list[Placed]:

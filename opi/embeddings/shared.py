@@ -4,18 +4,15 @@ resolved against the run's."""
 from __future__ import annotations
 
 import dataclasses
-import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Mapping
 
 from opi.embeddings.base import Embedder
 from opi.embeddings.store import EmbeddingStore
+from opi.memory import MEMORY
 from opi.schemas import EmbeddingConfig
 
-_SHARED: dict[tuple, Embedder] = {}
-_STORES: dict[str, EmbeddingStore] = {}
-_LOCK = threading.Lock()
 # the store of the run (``use_store``): a context variable, so that tasks setting it at once in threads of one
 # process (a Dask worker's) do not undo each other's
 _RUN_STORE: ContextVar[str | None] = ContextVar("opi_embedding_store", default=None)
@@ -63,19 +60,14 @@ def embedder_for(config: EmbeddingConfig, store: str | None = None) -> Embedder:
     """The process's embedder of ``config``, its vectors kept in the store at ``store`` (default: the run's,
     ``use_store``)."""
     store = store or _RUN_STORE.get()
-    with _LOCK:
-        key = (identity(config), store)
-        if key not in _SHARED:
-            _SHARED[key] = _make(config, store_at(store) if store else None)
-        embedder = _SHARED[key]
+    embedder = MEMORY.recall("embedders", (identity(config), store),
+                             lambda: _make(config, store_at(store) if store else None))
     embedder.batch_size = config.batch_size
     return embedder
 
 
 def store_at(path: str) -> EmbeddingStore:
-    if path not in _STORES:
-        _STORES[path] = EmbeddingStore(path)
-    return _STORES[path]
+    return MEMORY.recall("embedding stores", path, lambda: EmbeddingStore(path))
 
 
 def _make(config: EmbeddingConfig, store: EmbeddingStore | None) -> Embedder:
@@ -101,7 +93,7 @@ def embedding_counts() -> dict[str, float]:
     """Texts computed, read from the store and reused in memory, over every embedder of this process since it
     started; and the endpoints' usage (``embedding_calls``, ``embedding_prompt_tokens``, ``embedding_cost_usd``,
     ...), summed. A block's own work, whatever else the process does: ``opi.embeddings.work.counting``."""
-    embedders = list(_SHARED.values())
+    embedders = MEMORY.values("embedders")
     counts = {"computed": sum(e.texts_embedded for e in embedders), "stored": sum(e.store_hits for e in embedders),
               "memory": sum(e.cache_hits for e in embedders), "unique": sum(e.unique_texts for e in embedders)}
     for embedder in embedders:

@@ -3,23 +3,36 @@
 ``ExtractiveReader`` is the offline default. It is not a language model and does not pretend to be: it answers
 with the ``n_sentences`` retrieved sentences most similar to the question (cosine of sentence embeddings),
 returned in article order. What it measures is how good the retrieved evidence is, which is what a retriever
-comparison needs when no LLM is available. ``LLMReader`` is the paper's setting. A reader of your own is any
-class with ``answer(questions, sentence_lists, progress=None) -> list[str]`` named by ``llm.reader._target_``; it
-may take the resources ``embedder`` and ``client`` (the run's chat client) as keyword arguments.
+comparison needs when no LLM is available. ``LLMReader`` is the paper's setting. A reader of your own subclasses
+``Reader`` and implements ``answer(questions, sentence_lists, progress=None) -> list[str | None]``, named by
+``llm.reader._target_``; it may take the resources ``embedder`` and ``client`` (the run's chat client, given when
+``llm.model`` names an endpoint) as dataclass fields.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from opi.schemas import EmbeddingOverride
 
 
+class Reader:
+    """What the run asks of a reader: ``answer`` (one answer per question; None where the LLM gave none), and
+    after it ``calls``, per example what was asked (prompt, cache hit, tokens) for the traces, or None."""
+
+    calls: list[dict | None] | None = None
+
+    def answer(self, questions: Sequence[str], sentence_lists: Sequence[Sequence[str]],
+               progress: Callable[[int], None] | None = None) -> list[str | None]:
+        raise NotImplementedError(f"{type(self).__name__} must implement answer(questions, sentence_lists, "
+                                  "progress=None)")
+
+
 @dataclass
-class ExtractiveReader:
+class ExtractiveReader(Reader):
     n_sentences: int = 2
     embedding: EmbeddingOverride = field(default_factory=EmbeddingOverride)  # its model (unset: the run's embedding)
     embedder: Any = field(default=None, repr=False)
@@ -48,7 +61,7 @@ def format_sentences(sentences: Sequence[str]) -> str:
 
 
 @dataclass
-class LLMReader:
+class LLMReader(Reader):
     """The paper's setting: the retrieved sentences and the question go to an LLM, which answers."""
 
     prompt: str = "answer"  # a prompt file in opi/llm/prompts/

@@ -1,4 +1,4 @@
-"""Rerankers in a run: ``flows.run.stages.retrieve`` with each combination kind (in this process, each stage task
+"""Rerankers in a run: ``flows.run.stages.retrieve`` with each combination kind (in this process, each stage
 called directly), and ``opi-eval rerank=...`` end to end: a reranker of the user's own by ``_target_``, the LLM
 reranker against the fake endpoint (a second run asks nothing), a cross-encoder from a local folder, and
 ``rerank=none`` handing on what the retriever alone does."""
@@ -12,29 +12,19 @@ import pytest
 from flows.orchestration import tasks
 from flows.orchestration.cache import hashed
 from flows.run.config import compose_config, typed
-from flows.run.stages import ranking_depth, retrieve
+from flows.run.stages import Results, ranking_depth, retrieve
 from opi.articles import prepare_articles
 from opi.combine import reciprocal_rank_fusion
 from opi.data import Example
 from opi.schemas import EmbeddingConfig
 from tests.helpers.cli import run_cli
+from tests.helpers.direct_calls import DirectCalls
 from tests.helpers.fake_openai import FakeOpenAI
 from tests.helpers.paths import ROOT
 
 REVERSE = "tests.helpers.toy_components.ReversingReranker"
 LEXICAL = ["combination.members=[bm25,tfidf]"]  # members that embed nothing: no model is loaded in this process
 ARTICLE = " ".join(f"Keeper {i} of the harbour was born in {1800 + i} and kept {i % 4 + 1} boats." for i in range(24))
-
-
-class DirectCalls:
-    """StageCalls without Prefect or a cache: each task's function called in this process, stages recorded."""
-
-    def __init__(self):
-        self.stages: list[str] = []
-
-    def call_many(self, stage, task_fn, *calls, kept=True):
-        self.stages.append(stage)
-        return [task_fn.fn(*args) for args in calls]
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +44,16 @@ def config_of(*overrides: str):
 def member_rankings(config, corpus) -> list[dict]:
     """Each member's own ranking, as the run ranks it."""
     data, articles = corpus
-    return [tasks.rank.fn(member, ranking_depth(config), data.examples, articles, EmbeddingConfig(), "")
+    return [tasks.rank.fn(member, ranking_depth(config), data.examples, articles, EmbeddingConfig())
             for member in config.members().values()]
 
 
 def retrieved_ids(config, corpus) -> tuple[dict[str, tuple], dict, dict, list[str]]:
-    calls = DirectCalls()
-    retrieved, sources, scores, reranking = retrieve(config, *corpus, calls)
-    assert all(len(sources[i]) == len(r.chunk_ids) for i, r in retrieved.items())  # a score per chunk handed on
-    return {example_id: r.chunk_ids for example_id, r in retrieved.items()}, scores, reranking, calls.stages
+    calls, (data, articles) = DirectCalls(), corpus
+    retrieval = retrieve(config, data, Results(articles=articles), calls)
+    assert all(len(retrieval.sources[i]) == len(r.chunk_ids) for i, r in retrieval.retrieved.items())  # a score each
+    return ({example_id: r.chunk_ids for example_id, r in retrieval.retrieved.items()}, retrieval.scores,
+            retrieval.reranking, calls.stages)
 
 
 def reversed_top(ranking, candidates: int, k: int) -> tuple:

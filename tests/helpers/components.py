@@ -2,6 +2,7 @@
 from dataclasses import dataclass
 
 from opi.classify import RelationClassifier
+from opi.llm.reader import Reader
 from opi.retrievers import Ranking, Retriever
 
 
@@ -16,7 +17,7 @@ class LeadRetriever(Retriever):
 
 
 @dataclass
-class FirstSentenceReader:
+class FirstSentenceReader(Reader):
     """A user's own reader: answers with the first retrieved sentence."""
 
     def answer(self, questions, sentence_lists, progress=None):
@@ -31,3 +32,11 @@ class OneRelationClassifier(RelationClassifier):
 
     def predict(self, triples, progress=None):
         return [self.relation for _ in triples]
+
+
+@dataclass
+class PlainReader:
+    """A reader that does not subclass ``opi.llm.reader.Reader`` (which declares what the run reads of a reader)."""
+
+    def answer(self, questions, sentence_lists, progress=None):
+        return list(questions)

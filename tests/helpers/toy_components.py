@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
+from opi.llm.reader import Reader
+
 
 @dataclass
 class Toy:
@@ -32,7 +34,7 @@ class Open:
 
 
 @dataclass
-class QuestionEchoReader:
+class QuestionEchoReader(Reader):
     """Answers every question with the question itself, whatever was retrieved: answers that do not depend on the
     retriever, so BERTSim differs between two runs only if the yardstick does."""
 

@@ -18,7 +18,7 @@ def examples(*answers):
 
 def test_the_stage_tasks_use_it(tmp_path):
     # Prefect's compound policies swap any Inputs subclass for a plain Inputs: it must survive in cached()
-    assert any(isinstance(p, ContentInputs) for p in cache.cached(tasks.rank, str(tmp_path)).cache_policy.policies)
+    assert any(isinstance(p, ContentInputs) for p in cache.cached(tasks.rank.task, str(tmp_path)).cache_policy.policies)
 
 
 def test_a_hashed_input_is_keyed_by_its_content():

@@ -36,22 +36,22 @@ def edited(monkeypatch, name: str):
 
 
 def test_an_edit_elsewhere_keeps_the_ranking_key_and_an_edit_in_a_used_module_changes_it(monkeypatch):
-    before, report = tasks.code_for(tasks.rank, BM25Retriever()), tasks.code_for(tasks.sweep_report)
+    before, report = tasks.rank.code({"retriever": BM25Retriever()}), tasks.sweep_report.code()
     edited(monkeypatch, "report.py")
-    assert tasks.code_for(tasks.rank, BM25Retriever()) == before  # rankings keep their cache
-    assert tasks.code_for(tasks.sweep_report) != report  # the report is built again
+    assert tasks.rank.code({"retriever": BM25Retriever()}) == before  # rankings keep their cache
+    assert tasks.sweep_report.code() != report  # the report is built again
     monkeypatch.undo()
     edited(monkeypatch, "lexical.py")
-    assert tasks.code_for(tasks.rank, BM25Retriever()) != before  # the retriever's own module
-    assert tasks.code_for(tasks.rank, KNNRetriever()) == tasks.code_for(tasks.rank, KNNRetriever())
+    assert tasks.rank.code({"retriever": BM25Retriever()}) != before  # the retriever's own module
+    assert tasks.rank.code({"retriever": KNNRetriever()}) == tasks.rank.code({"retriever": KNNRetriever()})
     monkeypatch.undo()
     edited(monkeypatch, "retrieval.py")
-    assert tasks.code_for(tasks.rank, BM25Retriever()) != before  # the stage's own module
+    assert tasks.rank.code({"retriever": BM25Retriever()}) != before  # the stage's own module
 
 
-STAGES = {"chunk": lambda: tasks.code_for(tasks.chunk_articles), "rank BM25": lambda: tasks.rank_code(BM25Retriever()),
-          "rank kNN": lambda: tasks.rank_code(KNNRetriever()), "rank SVM": lambda: tasks.rank_code(SVMRetriever()),
-          "report": lambda: tasks.code_for(tasks.sweep_report)}
+STAGES = {"chunk": lambda: tasks.chunk_articles.code(), "rank BM25": lambda: tasks.rank.code({"retriever": BM25Retriever()}),
+          "rank kNN": lambda: tasks.rank.code({"retriever": KNNRetriever()}), "rank SVM": lambda: tasks.rank.code({"retriever": SVMRetriever()}),
+          "report": lambda: tasks.sweep_report.code()}
 
 
 @pytest.mark.parametrize("edit, recomputed", [
@@ -96,13 +96,13 @@ def test_a_component_of_your_own_is_keyed_on_its_source(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     from my_retriever import Mine
 
-    before = tasks.code_for(tasks.rank, Mine())
+    before = tasks.rank.code({"retriever": Mine()})
     module.write_text(module.read_text().replace("1.0", "2.0"))  # the user edits their retriever
     os.utime(module, ns=(1, 1))  # a new stamp, as any edit gives (the same second could keep the old one)
-    assert tasks.code_for(tasks.rank, Mine()) != before
+    assert tasks.rank.code({"retriever": Mine()}) != before
     sys.modules.pop("my_retriever", None)
 
 
-@pytest.mark.parametrize("stage", sorted(tasks.USES))
+@pytest.mark.parametrize("stage", tasks.STAGES, ids=lambda stage: stage.name)
 def test_every_stage_names_the_modules_it_calls(stage):
-    assert all(code.module_file(module) is not None for module in tasks.USES[stage])
+    assert stage.uses and all(code.module_file(module) is not None for module in stage.uses)

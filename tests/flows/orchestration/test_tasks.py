@@ -16,9 +16,9 @@ ARTICLE = " ".join(f"Sentence {i} names the harbour keeper number {i}." for i in
 def test_rank_returns_each_examples_ranking_to_the_depth_asked():
     articles = prepare_articles([ARTICLE], size=20, overlap=4)
     examples = [Example("a", ARTICLE, "Who is keeper number 7?", "7"), Example("b", ARTICLE, "Who is keeper 30?", "30")]
-    rankings = tasks.rank.fn(BM25Retriever(k=2), 6, examples, articles, EmbeddingConfig(), "")
+    rankings = tasks.rank.fn(BM25Retriever(k=2), 6, examples, articles, EmbeddingConfig())
     assert sorted(rankings) == ["a", "b"] and {len(r.chunk_ids) for r in rankings.values()} == {6}
-    again = tasks.rank.fn(BM25Retriever(k=8), 2, examples, articles, EmbeddingConfig(), "")
+    again = tasks.rank.fn(BM25Retriever(k=8), 2, examples, articles, EmbeddingConfig())
     assert again["a"].chunk_ids == rankings["a"].top(2).chunk_ids  # the shallow ranking is the deep one's prefix
 
 
@@ -42,6 +42,6 @@ def test_a_classifier_is_fitted_once_for_every_configuration_of_a_sweep():
     context = StageContext(EmbeddingConfig(), "paper13", 0, "unused.sqlite")
     Recording.fits = 0
     for _ in range(3):  # three configurations' answers
-        result = tasks.classify.fn(Recording(), None, training, ["x"], [Triple("t", "q", "causal")], context, "")
-        assert result["predicted"] == ["causal"]
+        result = tasks.classify.fn(Recording(), None, training, ["x"], [Triple("t", "q", "causal")], context)
+        assert result.predicted == ["causal"]
     assert Recording.fits == 1

@@ -4,8 +4,9 @@ embedded is read from the store by another."""
 import pytest
 
 from flows.orchestration import tasks
-from flows.orchestration.work import Measured, RunWork, measured, measuring
+from flows.orchestration.work import Measured, RunWork, measuring
 from opi.embeddings import embedder_for, shared
+from opi.memory import MEMORY
 from opi.schemas import EmbeddingConfig
 from tests.helpers.tiny_models import tiny_sentence_transformer
 from tests.opi.test_embedding_work import SlowEmbedder
@@ -14,8 +15,10 @@ from tests.opi.test_embedding_work import SlowEmbedder
 @pytest.fixture
 def slow_embedders(monkeypatch):
     """``embedder_for`` gives SlowEmbedders (over the run's store), fresh for this test."""
-    monkeypatch.setattr(shared, "_SHARED", {})
+    MEMORY.forget("embedders")
     monkeypatch.setattr(shared, "_make", lambda config, store: SlowEmbedder(store))
+    yield
+    MEMORY.forget("embedders")  # not the SlowEmbedders for the tests after this one
 
 
 def embeds(texts: list[str]) -> int:
@@ -26,7 +29,7 @@ def embeds(texts: list[str]) -> int:
 def test_a_measured_body_returns_its_value_and_work_and_uses_the_store_it_is_given(tmp_path, slow_embedders):
     body = measuring(embeds)
     first = body(["alpha", "beta"], embedding_store=str(tmp_path / "e.sqlite"))
-    shared._SHARED.clear()  # another process: nothing in memory
+    MEMORY.forget("embedders")  # another process: nothing in memory
     second = body(["alpha", "beta", "gamma"], embedding_store=str(tmp_path / "e.sqlite"))
     assert isinstance(first, Measured) and first.value == 2 and second.value == 3
     assert first.work == {"texts_embedded": 2.0, "texts_from_embedding_store": 0.0}
@@ -35,9 +38,9 @@ def test_a_measured_body_returns_its_value_and_work_and_uses_the_store_it_is_giv
                              "embedder_texts_requested_total": 3.0}
 
 
-def test_the_measured_task_has_the_tasks_name_source_and_parameters():
-    task = measured(tasks.rank)
-    assert measured(tasks.rank) is task and task.name == "rank" and task.source_code == tasks.rank.source_code
+def test_a_stages_task_has_its_name_its_functions_source_and_parameters():
+    task = tasks.rank.task
+    assert tasks.rank.task is task and task.name == "rank" and task.source_code.startswith("@stage(\"rank\"")
     assert list(task.fn.__signature__.parameters)[-2:] == ["code", "embedding_store"]
 
 
@@ -62,9 +65,9 @@ def test_a_run_sums_the_work_of_the_calls_it_computed_and_the_totals_of_each_pro
 def test_a_text_one_dask_worker_embedded_is_read_by_another_from_the_store(tmp_path):
     distributed = pytest.importorskip("distributed")
     model = str(tiny_sentence_transformer(tmp_path / "tiny"))
-    body, store = measured(tasks.answer_similarity).fn, str(tmp_path / "embeddings.sqlite")
+    body, store = tasks.answer_similarity.task.fn, str(tmp_path / "embeddings.sqlite")
     args = (["the gold answer", "another gold answer"], ["a generated answer", "one more"],
-            EmbeddingConfig(model=model), "")
+            EmbeddingConfig(model=model))
     cluster = distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None)
     with cluster, distributed.Client(cluster) as client:
         first, second = sorted(client.scheduler_info()["workers"])

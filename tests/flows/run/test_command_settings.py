@@ -1,6 +1,8 @@
 """Settings a command line gives that used to crash or leave a run open (issue #38, "Sheets and commands"): each is
 refused in one line naming the setting, at compose time, before any MLflow run opens; a sweep's every job is
 checked before its parent run."""
+import dataclasses
+
 import mlflow
 import pytest
 from omegaconf import OmegaConf
@@ -81,6 +83,12 @@ def test_a_label_mlflow_would_cut_is_refused():
      "classifier._target_=opi.classify.CrossFitted is not a subclass of opi.classify.RelationClassifier, which says "
      "what the run asks of it: subclass opi.classify.RelationClassifier and implement predict(triples, "
      "progress=None)"),
+    (["llm=custom", "llm.reader._target_=tests.helpers.components.PlainReader"],  # answer() alone declares nothing
+     "llm.reader._target_=tests.helpers.components.PlainReader is not a subclass of opi.llm.reader.Reader, which says "
+     "what the run asks of it: subclass opi.llm.reader.Reader and implement answer("),
+    (["setup=a_two", "combination._target_=tests.helpers.components.PlainReader"],
+     "combination._target_=tests.helpers.components.PlainReader is not a combination (it has no combine() and no "
+     "ranking()): subclass opi.combine.Combination"),
 ])
 def test_a_component_without_a_usable_class_is_one_line_naming_the_setting(overrides, message):
     assert refusal(*overrides).startswith(message)
@@ -179,14 +187,15 @@ def test_a_model_that_cannot_load_is_a_model_problem_not_a_traceback(monkeypatch
 def test_opi_label_asks_the_classifier_with_its_own_embedding(monkeypatch):
     from flows.human import label
     from flows.orchestration import tasks
+    from flows.orchestration.results import Classified
 
     seen = {}
 
-    def classify(classifier, llm, training, ids, triples, context, code, registered):
+    def classify(classifier, llm, training, ids, triples, context, registered):
         seen["embedding"] = context.embedding
-        return {"predicted": ["direct_matching"] * len(ids)}
+        return Classified(["direct_matching"] * len(ids))
 
-    monkeypatch.setattr(tasks.classify, "fn", classify)
+    monkeypatch.setattr(tasks, "classify", dataclasses.replace(tasks.classify, fn=classify))
     config = typed_from("dataset=deeplogic-130", "classifier.embedding.batch_size=7")
     examples = label.load_data(config).examples[:2]
     label.silver_labels(config, examples, ["direct_matching", "summarization"])

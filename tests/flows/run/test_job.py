@@ -53,11 +53,11 @@ def test_an_llm_reranker_whose_replies_are_all_garbage_is_counted_and_said(tmp_p
         llm = LLMConfig(name="fake", reader=None, model="fake", base_url=server.base_url, api_key_env=None,
                         structured_output=False, timeout=5, max_retries=0, deadline=30)
         result = tasks.rerank.fn(LLMReranker(candidates=3, parse_retries=1), pools, examples, articles, llm,
-                                 str(tmp_path / "calls.sqlite"), None, "")
+                                 str(tmp_path / "calls.sqlite"), None)
         assert len(server.bodies) == 10  # 5 pairs, each asked again once
-    assert result["counts"] == {"rerank_pairs": 5.0, "rerank_unscored": 5.0, "rerank_parse_failures": 5.0}
-    assert {e: r.chunk_ids for e, r in result["rankings"].items()} == {"a": (0, 1, 2), "b": (3, 2)}
-    assert failure_lines({**result["counts"], **result["usage"]}, 2) == [
+    assert result.counts == {"rerank_pairs": 5.0, "rerank_unscored": 5.0, "rerank_parse_failures": 5.0}
+    assert {e: r.chunk_ids for e, r in result.rankings.items()} == {"a": (0, 1, 2), "b": (3, 2)}
+    assert failure_lines({**result.counts, **result.usage}, 2) == [
         "all 5 reranker candidates got no score (5 replies could not be parsed, also when asked again): the "
         "reranking did nothing, the order is the retriever's"]
 

@@ -9,6 +9,7 @@ from flows.run import preflight
 from flows.run.config import compose_config, typed
 from flows.run.data import load_data
 from opi.llm.faults import LLMError
+from opi.memory import MEMORY
 
 
 def config(*overrides):
@@ -29,7 +30,7 @@ def test_a_key_variable_that_is_not_set_is_said_before_any_work(monkeypatch):
 
 
 def test_a_language_without_rules_or_spaces_is_chunked_by_characters_and_said(monkeypatch, caplog):
-    monkeypatch.setattr(preflight, "_NOTICES", set())
+    MEMORY.forget("said")
     with caplog.at_level(logging.WARNING, logger="opi"):
         thai = preflight.chunking_for_language(config("sentences.language=th"))
     assert thai.chunking.length == "characters" and thai.chunking.size == 100
@@ -40,7 +41,7 @@ def test_a_language_without_rules_or_spaces_is_chunked_by_characters_and_said(mo
 def test_articles_with_far_fewer_words_than_characters_are_said_once(monkeypatch, caplog):
     from types import SimpleNamespace
 
-    monkeypatch.setattr(preflight, "_NOTICES", set())
+    MEMORY.forget("said")
     unspaced = SimpleNamespace(contexts=["北京是中国的首都。" * 600, "A few words in English, as usual. " * 20])
     with caplog.at_level(logging.WARNING, logger="opi"):
         preflight.warn_unspaced(config(), unspaced)

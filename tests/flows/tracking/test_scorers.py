@@ -87,7 +87,7 @@ def test_every_scorer_inside_evaluate_equals_opis_own_computation(store, llm):
     table = table.sort_index()
 
     # OPI's own computation on the same rows: the answer-similarity task's code, the classifiers, the LLM metrics
-    similarities = answer_similarity.fn(TRUTHS, ANSWERS, EmbeddingConfig(), code="")
+    similarities = answer_similarity.fn(TRUTHS, ANSWERS, EmbeddingConfig())
     assert table["bertsim/value"].tolist() == pytest.approx(similarities, abs=1e-6)
     assert result.metrics["bertsim/mean"] == pytest.approx(bertsim(similarities), abs=1e-6)
     assert table["relation_correct/value"].tolist() == [True, False, True, True, False]

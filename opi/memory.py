@@ -1,0 +1,72 @@
+"""What a process keeps between the configurations it runs, in one place. A sweep's jobs run one after another in
+one process, so one chunking of the articles, one fit of the classifier and one loaded model serve them all. Each
+kind of thing kept is named here with its bound (the oldest entry of a kind is forgotten first); nothing outlives
+the process. The stage cache (``paths.cache_dir``), the LLM call cache and the embedding store are what outlives
+it."""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Callable, Hashable, TypeVar
+
+T = TypeVar("T")
+
+BOUNDS = {
+    "chunked articles": 1,  # the last dataset's (22 MB at 2,400 rows): every job of a sweep reads the same
+    "fitted classifiers": 2,  # a sweep's cross-fitted and plainly fitted one
+    "embedders": 32,  # one per embedding model and store (its vectors in memory, its counts: embedding_counts)
+    "embedding stores": 8,  # one connection per store file
+    "chat servers": 2,  # local LLM servers started for an llm= config
+    "checked stores": 256,  # a store file (path, size, time) found intact: read once per process
+    "checked experiments": 64,  # an MLflow experiment whose orphaned runs were closed
+    "said": 256,  # a notice said once per process, not once per job
+}
+
+
+class Memory:
+    """Named kinds of kept values, each bounded (``BOUNDS``) and guarded by a lock of its own (making a value may
+    take long: loading a model; other kinds are not held up)."""
+
+    def __init__(self, bounds: dict[str, int]):
+        self.bounds = dict(bounds)
+        self._kinds: dict[str, OrderedDict] = {kind: OrderedDict() for kind in bounds}
+        self._locks = {kind: threading.RLock() for kind in bounds}
+
+    def recall(self, kind: str, key: Hashable, make: Callable[[], T]) -> T:
+        """The value kept under ``key``, or ``make()`` kept and returned."""
+        entries = self._kinds[kind]
+        with self._locks[kind]:
+            if key in entries:
+                entries.move_to_end(key)
+                return entries[key]
+            value = make()
+            entries[key] = value
+            while len(entries) > self.bounds[kind]:
+                entries.popitem(last=False)
+            return value
+
+    def holds(self, kind: str, key: Hashable) -> bool:
+        with self._locks[kind]:
+            return key in self._kinds[kind]
+
+    def first_time(self, kind: str, key: Hashable) -> bool:
+        """True the first time ``key`` is seen (then kept): for what is done or said once per process."""
+        with self._locks[kind]:
+            if key in self._kinds[kind]:
+                return False
+            self.recall(kind, key, lambda: True)
+            return True
+
+    def forget(self, kind: str) -> None:
+        with self._locks[kind]:
+            self._kinds[kind].clear()
+
+    def values(self, kind: str) -> list:
+        with self._locks[kind]:
+            return list(self._kinds[kind].values())
+
+    def sizes(self) -> dict[str, int]:
+        return {kind: len(entries) for kind, entries in self._kinds.items()}
+
+
+MEMORY = Memory(BOUNDS)
