@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 RESULT = re.compile(r"BERTSim \d\.\d+")
-KEPT = ("bertsim", "lrcr", "opi_1", "evidence_recall", "answer_found", "support_recall")
+KEPT = ("bertsim", "lrcr", "opi_1", "evidence_recall", "ndcg_at_4", "mrr", "answer_found", "support_recall")
 
 
 def timed(folder: Path, overrides: list[str], module: str) -> dict[str, float]:
