@@ -1,14 +1,15 @@
-"""One configuration as one Prefect flow run: its whole result read from the cache under ``configuration_key``, or
-computed stage by stage (``flows.run.pipeline``), with this run's embedding work counted: what its stage tasks
-measured, wherever they ran (``flows.orchestration.work``), and what this process did outside them."""
+"""One configuration: its whole result read from the cache under ``configuration_key`` (without Prefect, when
+nothing needs orchestrating), or computed stage by stage in one Prefect flow run (``flows.run.pipeline``), with
+this run's embedding work counted: what its stage tasks measured, wherever they ran (``flows.orchestration.work``),
+and what this process did outside them."""
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from prefect import flow
 from prefect.utilities.hashing import hash_objects
 
 from flows.orchestration.cache import read_kept, keep
@@ -55,26 +56,39 @@ def configuration_key(config: OPIConfig, data: Data, registered: RegisteredModel
 def run_configuration(config: OPIConfig) -> dict[str, Any]:
     """One configuration's metrics and tables: kept whole under ``configuration_key`` (a re-run reads one result),
     else computed stage by stage (each stage cached on its own inputs, shared with other configurations)."""
-    data = load_data(config)
     cache_dir, started = config.paths.cache_dir, time.perf_counter()
     with counting() as here:  # what this process embeds outside the stage tasks (each counts its own)
-        registered = resolve_registered(config)
-        key = configuration_key(config, data, registered)
+        data, registered, key = lookup(config)
         kept = read_kept(cache_dir, key)
         if kept is not None:
-            result = kept
-            counts = {**RunWork().metrics(), "cache_hits": kept.stages, "cache_misses": 0,
-                      "seconds_lookup": time.perf_counter() - started}
-        else:
-            result, counts = run_stages(config, data, registered)
-            if not unanswered(result.metrics):  # replies that were no answer are asked again by the next run
-                keep(cache_dir, key, result)
-    log.info("%s: %d of %d stage results reused from the cache%s", describe(config).name, counts["cache_hits"],
-             result.stages, " (the configuration's whole result, one read)" if kept is not None else "")
-    work = {name: counts.get(name, 0.0) + value for name, value in here.counts.items()}
-    metrics = {**result.metrics, **counts, **work}
-    return {"metrics": metrics, "predictions": result.predictions, "per_relation": result.per_relation,
-            "traces": result.traces}
+            return from_kept(config, kept, started)
+        result, counts = run_stages(config, data, registered)
+        if not unanswered(result.metrics):  # replies that were no answer are asked again by the next run
+            keep(cache_dir, key, result)
+    log.info("%s: %d of %d stage results reused from the cache", describe(config).name, counts["cache_hits"],
+             result.stages)
+    return as_returned(result, {**counts, **{name: counts.get(name, 0.0) + value
+                                             for name, value in here.counts.items()}})
+
+
+def lookup(config: OPIConfig) -> tuple[Data, RegisteredModel | None, str]:
+    """The configuration's data, registered classifier and the key of its whole result."""
+    data = load_data(config)
+    registered = resolve_registered(config)
+    return data, registered, configuration_key(config, data, registered)
+
+
+def from_kept(config: OPIConfig, kept: Any, started: float) -> dict[str, Any]:
+    """A configuration's result as kept whole: one read, nothing computed."""
+    log.info("%s: %d of %d stage results reused from the cache (the configuration's whole result, one read)",
+             describe(config).name, kept.stages, kept.stages)
+    return as_returned(kept, {**RunWork().metrics(), "cache_hits": kept.stages, "cache_misses": 0,
+                              "seconds_lookup": time.perf_counter() - started})
+
+
+def as_returned(result: Any, counts: dict[str, float]) -> dict[str, Any]:
+    return {"metrics": {**result.metrics, **counts}, "predictions": result.predictions,
+            "per_relation": result.per_relation, "traces": result.traces}
 
 
 def unanswered(metrics: dict[str, float]) -> float:
@@ -83,12 +97,30 @@ def unanswered(metrics: dict[str, float]) -> float:
 
 
 def evaluate(config: OPIConfig) -> dict[str, Any]:
-    """The configuration as one Prefect flow run. It travels by closure, not as a flow parameter: Prefect keeps no
-    copy of it (or of an ``llm.base_url`` with credentials in it) in its database; its parameters, shown in Prefect's
-    UI, are its name and its settings as its MLflow params (secret-named settings left out, credentials redacted)."""
+    """The configuration as one Prefect flow run; one whose whole result is kept is read without Prefect (nothing to
+    orchestrate: no flow run, no server waited for), unless it runs inside a flow already (the nightly's, whose
+    configurations are its subflows). The configuration travels to the flow by closure, not as a flow parameter:
+    Prefect keeps no copy of it (or of an ``llm.base_url`` with credentials in it) in its database; its parameters,
+    shown in Prefect's UI, are its name and its settings as its MLflow params (secret-named settings left out,
+    credentials redacted)."""
+    if not inside_flow_run():
+        started = time.perf_counter()
+        kept = read_kept(config.paths.cache_dir, lookup(config)[2])
+        if kept is not None:
+            return from_kept(config, kept, started)
+    from prefect import flow
+
     @flow(name="opi-evaluate", flow_run_name=describe(config).name, task_runner=task_runner(config.orchestration))
     def evaluate_configuration(configuration: str, settings: dict[str, Any]) -> dict[str, Any]:
         with use_store(config.paths.embedding_store):  # this process's embedders (each stage task names it too)
             return run_configuration(config)
 
     return run_flow(evaluate_configuration, describe(config).name, flatten(effective_settings(config)))
+
+
+def inside_flow_run() -> bool:
+    if "prefect.context" not in sys.modules:  # Prefect not even imported: no flow run
+        return False
+    from prefect.context import FlowRunContext
+
+    return FlowRunContext.get() is not None
