@@ -20,7 +20,8 @@ from typing import Any, Callable, ClassVar, Optional, Sequence
 
 
 from opi.relations import UNKNOWN, RelationSet, Triple
-from opi.schemas import EmbeddingConfig, EmbeddingOverride, require_number
+from opi.checks import require_number
+from opi.schemas import EmbeddingConfig, EmbeddingOverride
 
 __all__ = ["Triple", "TrainingSet", "LocalRelationClassifier", "LLMRelationClassifier", "CrossFitted",
            "parse_relation", "relation_pipeline"]

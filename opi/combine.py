@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Iterable, Optional, Sequence
 
 from opi.retrievers.base import Ranking
-from opi.schemas import require_number, require_numbers
+from opi.checks import require_number, require_numbers
 
 SentencesOf = Callable[[Sequence[int]], list[int]]  # chunk ids -> the complete sentences they cover
 

@@ -26,7 +26,7 @@ import pandas as pd
 from opi.data import DataError
 from opi.metrics.names import BERTSIM, LRCR, OPI_1
 from opi.metrics.stats import UNITS, Scorer, adjusted, compare, design
-from opi.schemas import require_number
+from opi.checks import require_number
 
 GATED = (OPI_1, BERTSIM, LRCR)
 TEST_METRIC = {OPI_1: "opi", BERTSIM: BERTSIM, LRCR: LRCR}

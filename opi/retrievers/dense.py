@@ -19,7 +19,8 @@ import numpy as np
 from opi.chunking import Chunk
 from opi.retrievers.base import Ranking, Retriever
 from opi.retrievers.topk import DistinctTexts, block_length, top_k
-from opi.schemas import EmbeddingOverride, require_number
+from opi.checks import require_number
+from opi.schemas import EmbeddingOverride
 
 INDEXES = ("exact", "faiss")
 

@@ -21,7 +21,7 @@ from opi.retrievers.base import Ranking, Retriever
 from opi.retrievers.bm25 import BM25Index, top_n
 from opi.retrievers.tokens import TOKENIZERS, analyzer, chunk_matrix
 from opi.retrievers.topk import DistinctTexts, block_length, stop_if_exiting, top_k
-from opi.schemas import require_number
+from opi.checks import require_number
 
 
 @dataclass

@@ -23,7 +23,7 @@ import numpy as np
 from opi.interrupt import abandon, exiting
 from opi.retrievers.base import Ranking, Retriever, RetrievalTooSlow
 from opi.retrievers.topk import DistinctTexts, RankingInterrupted, stop_if_exiting
-from opi.schemas import require_number
+from opi.checks import require_number
 
 # one exact fit's cost per chunk, measured on 2 busy cores with 384-d vectors (4.3 s a question over 51,792 chunks)
 SECONDS_PER_CHUNK_FIT = 8.3e-5

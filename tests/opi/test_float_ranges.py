@@ -17,7 +17,8 @@ from opi import components
 from opi.combine import RankFusion
 from opi.retrievers.base import Ranking
 from opi.retrievers.dense import KNNRetriever
-from opi.schemas import EmbeddingOverride, EndpointConfig, require_number
+from opi.checks import require_number
+from opi.schemas import EmbeddingOverride, EndpointConfig
 
 COMPONENT_MODULES = ["opi.combine", "opi.rerankers", "opi.classify", "opi.llm.reader",
                      *(f"opi.retrievers.{m.name}" for m in pkgutil.iter_modules(opi.retrievers.__path__))]

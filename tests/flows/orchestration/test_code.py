@@ -62,6 +62,8 @@ STAGES = {"chunk": lambda: tasks.chunk_articles.code(), "rank BM25": lambda: tas
     ("data.py", {"report"}),  # the stages import it for type hints only
     ("render.py", {"report"}),
     ("chunking.py", {"chunk", "rank BM25", "rank kNN", "rank SVM", "report"}),
+    ("schemas.py", {"rank kNN", "rank SVM", "report"}),  # a default changed: not the lexical rankings (opi.checks)
+    ("checks.py", {"rank BM25", "rank kNN", "rank SVM", "report"}),  # the range check every component runs
 ])
 def test_which_stages_an_edit_recomputes(monkeypatch, edit, recomputed):
     before = {stage: key() for stage, key in STAGES.items()}
