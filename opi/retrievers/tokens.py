@@ -13,7 +13,9 @@ from typing import Callable, Iterable, Iterator
 
 # Thai, Lao, Khmer, Japanese kana, CJK ideographs (and their extensions and compatibility forms)
 UNSPACED = re.compile(r"[\u0e00-\u0eff\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-_WORD = re.compile(r"\w+")
+# a word: word characters, and every character of the scripts above (Thai, Lao and Khmer vowel and tone marks are
+# not word characters to ``re``: ``\w+`` would cut สวัสดี into สว and สด)
+_WORD = re.compile(r"[\w\u0e00-\u0eff\u1780-\u17ff]+")
 
 
 def split_unspaced(tokens: Iterable[str]) -> Iterator[str]:
@@ -46,9 +48,21 @@ TOKENIZERS: dict[str, Callable[[str], list[str]]] = {"whitespace": whitespace, "
 
 
 def analyzer(vectorizer) -> Callable[[str], list[str]]:
-    """A scikit-learn vectorizer's own analyzer (lower case, its token pattern), scripts without spaces split."""
+    """A scikit-learn vectorizer's own analyzer (lower case, its token pattern) on text in spaced scripts; each run of
+    a script without spaces cut into bigrams before the token pattern sees it (whose ``\w`` would drop Thai, Lao and
+    Khmer vowel and tone marks)."""
     base = vectorizer.build_analyzer()
-    return lambda text: list(split_unspaced(base(text)))
+
+    def analyze(text: str) -> list[str]:
+        if not UNSPACED.search(text):
+            return base(text)
+        tokens, position = [], 0
+        for run in UNSPACED.finditer(text):
+            tokens += base(text[position:run.start()])
+            tokens += split_unspaced([run.group().lower()])
+            position = run.end()
+        return tokens + base(text[position:])
+    return analyze
 
 
 def chunk_matrix(vectorizer, texts: list[str]):
