@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Callable, Hashable, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Hashable, Iterator, TypeVar
 
 T = TypeVar("T")
 
@@ -56,6 +57,18 @@ class Memory:
                 return False
             self.recall(kind, key, lambda: True)
             return True
+
+    @contextmanager
+    def isolated(self, kind: str) -> Iterator[None]:
+        """While in the block, ``kind`` starts empty; after it, what was kept before is back (for tests that put
+        stand-ins in, without making others load their models again)."""
+        with self._locks[kind]:
+            kept, self._kinds[kind] = self._kinds[kind], OrderedDict()
+        try:
+            yield
+        finally:
+            with self._locks[kind]:
+                self._kinds[kind] = kept
 
     def forget(self, kind: str) -> None:
         with self._locks[kind]:

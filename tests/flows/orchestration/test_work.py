@@ -15,10 +15,9 @@ from tests.opi.test_embedding_work import SlowEmbedder
 @pytest.fixture
 def slow_embedders(monkeypatch):
     """``embedder_for`` gives SlowEmbedders (over the run's store), fresh for this test."""
-    MEMORY.forget("embedders")
     monkeypatch.setattr(shared, "_make", lambda config, store: SlowEmbedder(store))
-    yield
-    MEMORY.forget("embedders")  # not the SlowEmbedders for the tests after this one
+    with MEMORY.isolated("embedders"):  # not the SlowEmbedders for the tests after this one
+        yield
 
 
 def embeds(texts: list[str]) -> int:
