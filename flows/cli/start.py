@@ -51,8 +51,7 @@ QUIET_WARNINGS = (".*langchain-community. is being sunset", "SOCKS support in ur
 QUICK_EXITS = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc")
 VERBOSE_FLAGS = ("-v", "--verbose")
 _SIGNALLED: list[int] = []  # the stop signal received, if any
-_EXIT_STATUS = [1]  # the status the command's work ended with (read by end_without_native_work)
-_STATUS_KNOWN: list[bool] = []  # set when the work returned or exited with a status (not a traceback)
+_EXIT_STATUS: list[int | None] = [None]  # the status the command's work ended with; None: a traceback escaped
 # SIGTERM (a scheduler, kill) and SIGHUP (the terminal closed) end the run as Ctrl-C does, with 128 + the number
 STOP_SIGNALS = {signal.SIGTERM: "SIGTERM", signal.SIGHUP: "SIGHUP (the terminal closed)"}
 RESUMES = "finished stages and configurations are kept; the same command resumes"
@@ -135,11 +134,12 @@ def end_without_native_work() -> None:
     libraries under that thread (a segfault). One that finished needs none of the interpreter's teardown of its
     modules, 1.2 s of an ``opi-eval`` that read its result from the cache. An exception that escaped the command
     (a traceback) is left to Python's own exit."""
-    if native_work_abandoned() or _STATUS_KNOWN:
+    status = _EXIT_STATUS[0]
+    if native_work_abandoned() or status is not None:
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(_EXIT_STATUS[0])
+        os._exit(1 if status is None else status)
 
 
 def exit_status(code: Any) -> int:
@@ -153,17 +153,14 @@ def run_command(work: Callable[[], Any]) -> Any:
     try:
         result = work()
         _EXIT_STATUS[0] = 0
-        _STATUS_KNOWN.append(True)
         return result
     except SystemExit as err:
         if _SIGNALLED:
             stopped(_SIGNALLED[0])
         if err.code == 1 and not was_composed():
             _EXIT_STATUS[0] = EXIT_USER_ERROR
-            _STATUS_KNOWN.append(True)
             raise SystemExit(EXIT_USER_ERROR) from None
         _EXIT_STATUS[0] = exit_status(err.code)
-        _STATUS_KNOWN.append(True)
         raise
     except KeyboardInterrupt:
         stopped(signal.SIGINT)
@@ -175,7 +172,6 @@ def run_command(work: Callable[[], Any]) -> Any:
         keep_traceback_in_log_file()
         log.error("%s", explained(err))
         _EXIT_STATUS[0] = EXIT_USER_ERROR
-        _STATUS_KNOWN.append(True)
         raise SystemExit(EXIT_USER_ERROR) from None
     finally:
         stop_temporary_server()
@@ -187,7 +183,6 @@ def stopped(signum: int) -> NoReturn:
     name = "Ctrl-C" if signum == signal.SIGINT else STOP_SIGNALS[signum]
     log.error("stopped by %s: %s", name, RESUMES)
     _EXIT_STATUS[0] = 128 + signum
-    _STATUS_KNOWN.append(True)
     raise SystemExit(128 + signum) from None
 
 

@@ -53,13 +53,15 @@ def configuration_key(config: OPIConfig, data: Data, registered: RegisteredModel
         training_key(training), registered.uri if registered else None, result_code(config), raise_on_failure=True)
 
 
-def run_configuration(config: OPIConfig) -> dict[str, Any]:
+def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel | None, str] | None = None
+                      ) -> dict[str, Any]:
     """One configuration's metrics and tables: kept whole under ``configuration_key`` (a re-run reads one result),
-    else computed stage by stage (each stage cached on its own inputs, shared with other configurations)."""
+    else computed stage by stage (each stage cached on its own inputs, shared with other configurations).
+    ``not_kept``: its ``lookup``, when the caller has already found no kept result under that key."""
     cache_dir, started = config.paths.cache_dir, time.perf_counter()
     with counting() as here:  # what this process embeds outside the stage tasks (each counts its own)
-        data, registered, key = lookup(config)
-        kept = read_kept(cache_dir, key)
+        data, registered, key = not_kept or lookup(config)
+        kept = None if not_kept else read_kept(cache_dir, key)
         if kept is not None:
             return from_kept(config, kept, started)
         result, counts = run_stages(config, data, registered)
@@ -103,17 +105,19 @@ def evaluate(config: OPIConfig) -> dict[str, Any]:
     Prefect keeps no copy of it (or of an ``llm.base_url`` with credentials in it) in its database; its parameters,
     shown in Prefect's UI, are its name and its settings as its MLflow params (secret-named settings left out,
     credentials redacted)."""
+    not_kept = None
     if not inside_flow_run():
-        started = time.perf_counter()
-        kept = read_kept(config.paths.cache_dir, lookup(config)[2])
+        started, found = time.perf_counter(), lookup(config)
+        kept = read_kept(config.paths.cache_dir, found[2])
         if kept is not None:
             return from_kept(config, kept, started)
+        not_kept = found  # the flow computes it without looking the key up again
     from prefect import flow
 
     @flow(name="opi-evaluate", flow_run_name=describe(config).name, task_runner=task_runner(config.orchestration))
     def evaluate_configuration(configuration: str, settings: dict[str, Any]) -> dict[str, Any]:
         with use_store(config.paths.embedding_store):  # this process's embedders (each stage task names it too)
-            return run_configuration(config)
+            return run_configuration(config, not_kept)
 
     return run_flow(evaluate_configuration, describe(config).name, flatten(effective_settings(config)))
 
