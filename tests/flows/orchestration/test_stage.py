@@ -1,17 +1,13 @@
 """A stage declared once (``flows.orchestration.stage``): its call's arguments bound by name, whether a call is
 kept decided from them, and its key's code covering the declared modules, the components' and the embedding code
 where a call embeds."""
-from flows.orchestration import code, tasks
+from flows.orchestration import tasks
 from flows.orchestration.stage import stage
 from opi.llm.reader import ExtractiveReader, LLMReader
 from opi.rerankers import CrossEncoderReranker, LLMReranker
 from opi.retrievers import BM25Retriever, KNNRetriever
 from opi.schemas import LLMConfig
-
-
-def edited(monkeypatch, name: str):
-    real = code.source
-    monkeypatch.setattr(code, "source", lambda path: real(path) + (b"\n# edited" if path.name == name else b""))
+from tests.flows.orchestration.test_code import edited
 
 
 def test_a_calls_arguments_are_bound_by_name_with_the_defaults():

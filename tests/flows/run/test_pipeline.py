@@ -8,6 +8,7 @@ from flows.run.config import compose_config, typed
 from flows.run.data import load_data
 from flows.run.pipeline import PIPELINE, Step, run_stages, with_step
 from flows.run.stages import Results
+from tests.flows.orchestration.test_code import edited
 from tests.helpers.direct_calls import DirectCalls
 
 # what a stage of one's own is: one function, declared (its cache key covers opi.predictions and this file)
@@ -50,8 +51,11 @@ def test_an_added_stage_runs_where_it_is_put_and_its_result_is_what_the_later_st
     assert (counts["cache_hits"], counts["cache_misses"], added.stages) == (1.0, 7.0, 8)
 
 
-def test_an_added_stage_is_keyed_on_its_declared_modules_and_its_file():
-    assert normalize_answers.modules({}) == ("opi.predictions",)
-    assert normalize_answers.code() != normalize_answers.code() + "x" and len(normalize_answers.code()) > 8
-    assert normalize_answers.task.name == "normalize-answers"
+def test_an_added_stage_is_keyed_on_its_declared_modules_and_its_file(monkeypatch):
+    before = normalize_answers.code()
+    assert normalize_answers.modules({}) == ("opi.predictions",) and normalize_answers.task.name == "normalize-answers"
+    for name, changes in [("predictions.py", True), ("test_pipeline.py", True), ("render.py", False)]:
+        edited(monkeypatch, name)
+        assert (normalize_answers.code() != before) is changes, name
+        monkeypatch.undo()
     assert normalize_answers.kept({}) is True
