@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,46 @@ def has_rules(language: str) -> bool:
 
 
 @lru_cache(maxsize=8)
+def segmenter_key(language: str) -> str:
+    """What decides an article's sentences: pySBD's version, the rules used for ``language`` and this module's
+    code (a stored segmentation is read back only under the same key)."""
+    import hashlib
+    from importlib.metadata import version
+
+    rules = language if has_rules(language) else "en"
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    return f"pysbd {version('pysbd')} {rules} {code}"
+
+
+@lru_cache(maxsize=8)
 def _segmenter(language: str):
     import pysbd
+    from pysbd.utils import TextSpan
 
-    return pysbd.Segmenter(language=language if has_rules(language) else "en", clean=False, char_span=True)
+    class Segmenter(pysbd.Segmenter):
+        """pySBD's segmenter, its sentences located in the text by ``str.find`` instead of one regex compiled per
+        sentence (``re.escape(sentence) + r"\s*"``), which was two thirds of its time and, with more sentences than
+        ``re``'s cache holds, evicted the patterns pySBD's rules reuse. The same spans: the first occurrence, in
+        order, of the sentence and the whitespace after it, that ends after the previous sentence's end."""
+
+        def sentences_with_char_spans(self, sentences):
+            text, spans, prior_end = self.original_text, [], 0
+            for sentence in sentences:
+                if not sentence:  # an empty pattern matches everywhere: pySBD's own search
+                    return super().sentences_with_char_spans(sentences)
+                at = text.find(sentence)
+                while at >= 0:
+                    end = at + len(sentence)
+                    while end < len(text) and text[end].isspace():
+                        end += 1
+                    if end > prior_end:
+                        spans.append(TextSpan(text[at:end], at, end))
+                        prior_end = end
+                        break
+                    at = text.find(sentence, end)
+            return spans
+
+    return Segmenter(language=language if has_rules(language) else "en", clean=False, char_span=True)
 
 
 def split_sentences(article: str, language: str = "en") -> list[Sentence]:

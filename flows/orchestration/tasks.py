@@ -21,7 +21,7 @@ from flows.orchestration.stage import Stage, stage
 from opi import components
 from opi.articles import prepare_articles
 from opi.classify import CrossFitted, TrainingSet
-from opi.embeddings import embedder_for
+from opi.embeddings import embedder_for, run_store
 from opi.metrics.correctness import AnswerCorrectness
 from opi.metrics.extrinsic import LLMJudge
 from opi.memory import MEMORY
@@ -53,7 +53,7 @@ class RegisteredModel:
 
 @stage("chunk-articles", counted_as="chunking", uses=("opi.articles",))
 def chunk_articles(contexts: list[str], chunking: ChunkingConfig, language: str):
-    return prepare_articles(contexts, chunking.size, chunking.overlap, chunking.length, language)
+    return prepare_articles(contexts, chunking.size, chunking.overlap, chunking.length, language, store=run_store())
 
 
 @stage("rank", counted_as="retrieval", uses=("opi.retrieval",), embeds=lambda a: a["retriever"].embeds,

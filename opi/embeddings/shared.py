@@ -66,6 +66,12 @@ def embedder_for(config: EmbeddingConfig, store: str | None = None) -> Embedder:
     return embedder
 
 
+def run_store() -> EmbeddingStore | None:
+    """The run's store (``use_store``), None when the run keeps nothing."""
+    path = _RUN_STORE.get()
+    return store_at(path) if path else None
+
+
 def store_at(path: str) -> EmbeddingStore:
     return MEMORY.recall("embedding stores", path, lambda: EmbeddingStore(path))
 

@@ -21,6 +21,9 @@ from opi.sqlite_file import SQLiteFile
 SCHEMA = ("CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text BLOB NOT NULL, vector BLOB NOT NULL, "
           "PRIMARY KEY (model, text)) WITHOUT ROWID")
 LENGTHS = "CREATE TABLE IF NOT EXISTS lengths (model TEXT PRIMARY KEY, length INTEGER NOT NULL)"
+# each article's sentence spans by segmenter (its rules and code) and text: the other work on a text worth keeping
+SENTENCES = ("CREATE TABLE IF NOT EXISTS sentences (segmenter TEXT NOT NULL, text BLOB NOT NULL, spans BLOB NOT NULL, "
+             "PRIMARY KEY (segmenter, text)) WITHOUT ROWID")
 log = logging.getLogger("opi")
 BATCH = 500  # texts per SELECT (SQLite's default limit is 32,766 parameters)
 
@@ -37,7 +40,7 @@ class EmbeddingStore(SQLiteFile):
         super().__init__(path, SCHEMA, "embedding store")
 
     def statements(self) -> list[str]:
-        return [SCHEMA, LENGTHS]
+        return [SCHEMA, LENGTHS, SENTENCES]
 
     def _open(self) -> None:
         super()._open()
@@ -108,6 +111,30 @@ class EmbeddingStore(SQLiteFile):
                 db.execute("ROLLBACK")
             raise
 
+    def sentence_spans(self, segmenter: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """The kept (start, end) sentence spans of ``texts`` under ``segmenter``, an (n, 2) int64 array by text;
+        an entry that cannot be spans of its text (cut short, out of the text, not in order) is left out."""
+        keys = {text_key(t): t for t in dict.fromkeys(texts)}
+        found: dict[str, np.ndarray] = {}
+        wanted = list(keys)
+        for start in range(0, len(wanted), BATCH):
+            part = wanted[start:start + BATCH]
+            rows = self.connection().execute(
+                f"SELECT text, spans FROM sentences WHERE segmenter = ? AND text IN ({','.join('?' * len(part))})",
+                (segmenter, *part)).fetchall()
+            for key, blob in rows:
+                text = keys[bytes(key)]
+                spans = _spans(blob, len(text))
+                if spans is not None:
+                    found[text] = spans
+        return found
+
+    def put_sentence_spans(self, segmenter: str, spans: Iterable[tuple[str, np.ndarray]]) -> None:
+        rows = [(segmenter, text_key(t), np.ascontiguousarray(s, dtype=np.int64).tobytes()) for t, s in spans]
+        if rows:
+            self.connection().executemany(
+                "INSERT OR REPLACE INTO sentences (segmenter, text, spans) VALUES (?, ?, ?)", rows)
+
     def count(self, model: str | None = None) -> int:
         if model is None:
             return self.connection().execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
@@ -124,3 +151,14 @@ def _vector(blob) -> np.ndarray | None:
         return None
     vector = np.frombuffer(bytes(blob), dtype=np.float32)
     return vector if usable(vector) else None
+
+
+def _spans(blob, length: int) -> np.ndarray | None:
+    if not isinstance(blob, (bytes, memoryview)) or len(blob) % 16:
+        return None
+    spans = np.frombuffer(bytes(blob), dtype=np.int64).reshape(-1, 2)
+    flat = spans.ravel()
+    if flat.size and (flat[0] < 0 or flat[-1] > length or (np.diff(flat) < 0).any() or
+                      (spans[:, 1] <= spans[:, 0]).any()):
+        return None
+    return spans

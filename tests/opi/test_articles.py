@@ -64,3 +64,45 @@ def test_an_article_without_spaces_is_cut_into_sentences_and_chunks_by_character
     assert len(article.sentences) == 36 and article.sentences[1].text == "故宫很大，有很多房间！"
     assert len(article.chunks) >= 5 and all(len(c.text) <= 100 for c in article.chunks)
     assert all(c.text in ZH for c in article.chunks)  # the chunks are the article's own text
+
+
+def test_sentences_segmented_once_are_read_back_from_the_store_by_a_later_command(tmp_path, monkeypatch):
+    import opi.articles
+    from opi.embeddings.store import EmbeddingStore
+    from opi.sentences import segmenter_key
+
+    store = EmbeddingStore(tmp_path / "e.sqlite")
+    first = prepare_articles([MILL, QUAY], size=6, overlap=0, store=store)
+    assert set(store.sentence_spans(segmenter_key("en"), [MILL, QUAY])) == {MILL, QUAY}
+
+    def not_again(*args):
+        raise AssertionError("segmented again")
+
+    monkeypatch.setattr(opi.articles, "split_sentences", not_again)
+    later = prepare_articles([QUAY, MILL], size=8, overlap=3, store=EmbeddingStore(tmp_path / "e.sqlite"))
+    monkeypatch.undo()
+    assert later[document_id(MILL)].sentences == first[document_id(MILL)].sentences
+    assert later == prepare_articles([QUAY, MILL], size=8, overlap=3)  # chunked as without a store
+    # another language's rules are another segmentation: computed, not read
+    assert segmenter_key("de") != segmenter_key("en")
+    calls = []
+    monkeypatch.setattr(opi.articles, "split_sentences", lambda text, language: calls.append(language) or [])
+    prepare_articles([MILL], size=6, overlap=0, language="de", store=store)
+    assert calls == ["de"]
+
+
+def test_a_kept_segmentation_that_cannot_be_the_texts_is_segmented_again(tmp_path):
+    import numpy as np
+
+    from opi.embeddings.store import EmbeddingStore, text_key
+    from opi.sentences import segmenter_key
+
+    store, key = EmbeddingStore(tmp_path / "e.sqlite"), segmenter_key("en")
+    store.put_sentence_spans(key, [(MILL, np.array([[0, 24], [25, 999]])),  # past the text's end
+                                   (QUAY, np.array([[26, 48], [0, 25]]))])  # out of order
+    store.connection().execute("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?)",
+                               (key, text_key("x" * 40), b"12345"))
+    assert store.sentence_spans(key, [MILL, QUAY, "x" * 40]) == {}
+    articles = prepare_articles([MILL, QUAY], size=6, overlap=0, store=store)
+    assert articles == prepare_articles([MILL, QUAY], size=6, overlap=0)
+    assert set(store.sentence_spans(key, [MILL, QUAY])) == {MILL, QUAY}  # replaced by the right ones

@@ -34,3 +34,38 @@ def test_the_languages_rules_end_sentences_at_its_own_punctuation():
     text = "北京是中国的首都。它有很多历史建筑！你去过吗？"
     assert [s.text for s in split_sentences(text, "zh")] == ["北京是中国的首都。", "它有很多历史建筑！", "你去过吗？"]
     assert [s.text for s in split_sentences("Eins. Zwei.", "th")] == ["Eins.", "Zwei."]  # no rules: English's
+
+
+def pysbd_spans(text: str, language: str = "en") -> list[tuple[int, int, str]]:
+    import pysbd
+
+    segmenter = pysbd.Segmenter(language=language, clean=False, char_span=True)
+    return [(span.start, span.end, span.sent) for span in segmenter.segment(text)]
+
+
+def our_spans(text: str, language: str = "en") -> list[tuple[int, int, str]]:
+    from opi.sentences import _segmenter
+
+    return [(span.start, span.end, span.sent) for span in _segmenter(language).segment(text)]
+
+
+def test_sentences_are_located_where_pysbds_own_search_puts_them():
+    import json
+    from pathlib import Path
+
+    import opi
+
+    tricky = [
+        "Yes. No. Yes. No. Yes.",  # a sentence that recurs: each copy after the one before
+        "It ended. It ended.\u00a0It ended.\u2003Then it began again.",  # Unicode whitespace after a sentence
+        "Dr. Who? Dr. Who!  Dr. Who.   ",  # trailing spaces
+        "He said (a) one, (b) two. 1. First item 2. Second item. Mr. Smith arrived at 5 p.m. today.",
+    ]
+    folder = Path(opi.__file__).parent / "datasets"
+    articles = [json.loads(line)["context"] for name in ("deeplogic-v2", "deeplogic-130")
+                for line in (folder / name / "articles.jsonl").read_text().splitlines()]
+    blocks = [block for text in tricky + articles for block in text.split("\n") if block.strip()]
+    assert len(blocks) > 300
+    for block in blocks:
+        assert our_spans(block) == pysbd_spans(block), block
+    assert our_spans("Uno. Dos. Uno.", "es") == pysbd_spans("Uno. Dos. Uno.", "es")
