@@ -22,7 +22,7 @@ from flows.run.data import Data, load_data, training_for
 from flows.base.errors import EXIT_USER_ERROR, CommandError, composed, run_or_explain
 from flows.run.identity import component_embeddings
 from flows.base.progress import planned_sweep, start_sweep
-from hydra_plugins.opi_sweeper import expand
+from hydra_plugins.opi_sweeper import expand, forget_composed, keep_composed
 from flows.base.store_checks import check_stores, note_sweep_folder
 from opi.memory import MEMORY
 from opi.data import DataError
@@ -216,9 +216,10 @@ def check_jobs(config: DictConfig, loader: Any) -> None:
         jobs = expand(dict(config.hydra.sweeper.params or {}), list(config.hydra.overrides.task), loader).jobs
     except Exception:  # noqa: BLE001 - the sweeper refuses it, with its own message
         return
+    forget_composed()
     for job in jobs:
         try:
-            composed_job, choices = job_config(config, loader, job)
+            composed_job, choices = job_config(config, loader, job, keep=True)
         except (HydraException, OmegaConfBaseException) as err:
             log.error("%s", composition_problem(config, loader, job, err))
             raise SystemExit(EXIT_USER_ERROR) from None
@@ -229,9 +230,12 @@ def check_jobs(config: DictConfig, loader: Any) -> None:
             raise SystemExit(EXIT_USER_ERROR) from None
 
 
-def job_config(config: DictConfig, loader: Any, job: list[str]) -> tuple[DictConfig, dict]:
-    """A job's configuration as the sweeper composes it, without Hydra's settings, and the options it chose."""
+def job_config(config: DictConfig, loader: Any, job: list[str], keep: bool = False) -> tuple[DictConfig, dict]:
+    """A job's configuration as the sweeper composes it, without Hydra's settings, and the options it chose.
+    ``keep``: a copy as composed is kept for the sweeper to launch, so each job composes once."""
     composed_job = loader.load_sweep_config(config, list(job))
+    if keep:
+        keep_composed(config, job, copy.deepcopy(composed_job))
     choices = dict(composed_job.hydra.runtime.choices)
     with open_dict(composed_job):
         composed_job.pop("hydra", None)

@@ -6,6 +6,8 @@ plugin interfaces (``Sweeper``, ``Plugins``, ``ConfigLoader``), expands the swee
 (``hydra.sweeper.params`` first, then the command line; a key given twice keeps its last value), composes every
 job once to check it, so a bad job still stops the sweep before the first one runs (one line, exit 2), and gives the
 launcher -- any launcher: basic, joblib, submitit -- a config loader that hands back the configurations it composed.
+The jobs OPI's preflight already composed to check them before the sweep's parent run opens (``keep_composed``)
+are not composed again: each job composes once in all.
 """
 
 import itertools
@@ -22,7 +24,27 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext
 from omegaconf import DictConfig, OmegaConf
 
+from opi.memory import MEMORY
+
 log = logging.getLogger("opi")
+COMPOSED = "composed jobs"  # the process memory's kind
+
+
+def keep_composed(master: DictConfig, job: Sequence[str], composed: DictConfig) -> None:
+    """``job`` of the sweep over ``master`` as composed (by a check before the sweep), for the sweeper to launch."""
+    MEMORY.recall(COMPOSED, (id(master), tuple(job)), lambda: (master, composed))
+
+
+def composed_before(master: DictConfig, job: Sequence[str]) -> Optional[DictConfig]:
+    key = (id(master), tuple(job))
+    if not MEMORY.holds(COMPOSED, key):
+        return None
+    kept_master, composed = MEMORY.recall(COMPOSED, key, lambda: (None, None))
+    return composed if kept_master is master else None  # the same sweep, not one whose master had that id
+
+
+def forget_composed() -> None:
+    MEMORY.forget(COMPOSED)
 
 
 @dataclass(frozen=True)
@@ -100,13 +122,14 @@ class ComposeOnceSweeper(Sweeper):
                 _ = result.return_value  # a failed job raises here, as with Hydra's basic sweeper
             first += len(batch)
             returns.append(results)
+        forget_composed()
         return returns
 
     def check(self, batch: list[list[str]]) -> None:
         for overrides in batch:
             try:
-                self.loader.checked[tuple(overrides)] = self.loader.loader.load_sweep_config(self.config,
-                                                                                             list(overrides))
+                self.loader.checked[tuple(overrides)] = composed_before(self.config, overrides) or \
+                    self.loader.loader.load_sweep_config(self.config, list(overrides))
             except HydraException as err:  # a mistyped value in a sweep: exit 2, as every other user error
                 log.error("cannot compose the configuration %s: %s", " ".join(overrides), err)
                 raise SystemExit(2) from None

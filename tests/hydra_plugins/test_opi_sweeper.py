@@ -9,23 +9,18 @@ from hydra_plugins.opi_sweeper import ComposedOnce, expand
 from tests.helpers.cli import cli_command, cli_environment, run_cli
 
 COUNTING = """
-from hydra.core.plugins import Plugins
-Plugins.instance()  # Hydra's plugin scan executes the plugin modules again: patch after it
-from hydra_plugins import opi_sweeper
+from hydra.core.config_loader import ConfigLoader
+from flows.cli import evaluate  # imports Hydra's config loader
 composes = []
 
-class Counting:  # every composition of a job goes through the config loader the sweeper was given
-    def __init__(self, loader):
-        self.loader = loader
+def counting(load):  # every composition of a job, by the preflight's checks or the sweeper's launcher
     def load_sweep_config(self, master, overrides):
         composes.append(" ".join(overrides))
-        return self.loader.load_sweep_config(master, overrides)
-    def __getattr__(self, name):
-        return getattr(self.loader, name)
+        return load(self, master, overrides)
+    return load_sweep_config
 
-original = opi_sweeper.ComposedOnce.__init__
-opi_sweeper.ComposedOnce.__init__ = lambda self, loader, master: original(self, Counting(loader), master)
-from flows.cli import evaluate
+for implementation in ConfigLoader.__subclasses__():
+    implementation.load_sweep_config = counting(implementation.load_sweep_config)
 try:
     evaluate.main()
 finally:
@@ -61,6 +56,19 @@ def test_the_launcher_gets_each_composed_configuration_once():
     loader.checked[("a=1",)] = {"checked": True}
     assert loader.load_sweep_config(master, ["a=1"]) == {"checked": True} and Loader.calls == 0
     assert loader.load_sweep_config(master, ["a=1"]) == {"composed": ["a=1"]} and Loader.calls == 1  # handed once
+
+
+def test_a_job_composed_before_the_sweep_is_handed_over_only_for_that_sweeps_master():
+    from omegaconf import OmegaConf
+
+    from hydra_plugins.opi_sweeper import composed_before, forget_composed, keep_composed
+
+    master, other, job = OmegaConf.create({"a": 1}), OmegaConf.create({"a": 2}), OmegaConf.create({"job": 1})
+    keep_composed(master, ["setup=knn"], job)
+    assert composed_before(master, ["setup=knn"]) is job
+    assert composed_before(master, ["setup=bm25"]) is None and composed_before(other, ["setup=knn"]) is None
+    forget_composed()
+    assert composed_before(master, ["setup=knn"]) is None
 
 
 @pytest.mark.slow
