@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
+from collections import defaultdict
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from opi.chunking import Chunk, chunk_article, document_id
-from opi.sentences import Sentence, segmenter_key, split_sentences
+from opi.locate import Locator
+from opi.sentences import Sentence, overlapping_sentences, segmenter_key, split_sentences
 
 if TYPE_CHECKING:
     from opi.embeddings.store import EmbeddingStore
@@ -29,21 +31,56 @@ def prepare_articles(contexts: Sequence[str], size: int, overlap: int, length: s
     ``ChunkingConfig``) each distinct article once. Segmenting is most of the work (chunking is ~40x cheaper):
     the sentences of an article segmented once are kept in ``store`` and read back by any later command, whatever
     its chunking, sample or retriever."""
+    sentences = segmented(contexts, language, store)
+    return {document_id(context): Article(document_id(context), tuple(found), tuple(
+        chunk_article(context, found, size, overlap, length))) for context, found in sentences.items()}
+
+
+@dataclass(frozen=True)
+class StoreArticles:
+    """Articles whose chunks are a vector store's documents, and how many of its documents are in none of them."""
+    articles: dict[str, Article]
+    documents: int
+    not_found: int
+
+
+def store_articles(contexts: Sequence[str], documents: Sequence[tuple[str, str]], language: str = "en",
+                   store: EmbeddingStore | None = None) -> StoreArticles:
+    """Each distinct article segmented, its chunks the ``documents`` ((id, text): a vector store's, made by another
+    splitter) located in it (``opi.locate``: exactly, else with whitespace and case ignored), in the article's
+    order, each widened to the sentences it touches as OPI's own chunks are."""
+    sentences = segmented(contexts, language, store)
+    texts = list(sentences)
+    locator, placed, not_found = Locator(texts), defaultdict(list), 0
+    for source, text in documents:
+        place = locator.find(text)
+        if place is None:
+            not_found += 1
+        else:
+            placed[place.article].append((place.start, place.end, source))
+    articles = {}
+    for i, context in enumerate(texts):
+        doc_id = document_id(context)
+        chunks = tuple(Chunk(doc_id, idx, context[start:end], start, end,
+                             tuple(overlapping_sentences(sentences[context], start, end)), source)
+                       for idx, (start, end, source) in enumerate(sorted(placed[i])))
+        articles[doc_id] = Article(doc_id, tuple(sentences[context]), chunks)
+    return StoreArticles(articles, len(documents), not_found)
+
+
+def segmented(contexts: Sequence[str], language: str, store: EmbeddingStore | None) -> dict[str, list[Sentence]]:
+    """Each distinct article's sentences: read from ``store`` where it keeps them, else segmented (and kept)."""
     distinct = list(dict.fromkeys(contexts))
     segmenter = segmenter_key(language)
     kept = store.sentence_spans(segmenter, distinct) if store is not None else {}
-    segmented = {context: split_sentences(context, language) for context in distinct if context not in kept}
-    if store is not None and segmented:
+    found = {context: split_sentences(context, language) for context in distinct if context not in kept}
+    if store is not None and found:
         store.put_sentence_spans(segmenter, [(context, np.array([(s.start, s.end) for s in sentences],
                                                                 dtype=np.int64).reshape(-1, 2))
-                                             for context, sentences in segmented.items()])
-    articles = {}
-    for context in distinct:
-        sentences = segmented[context] if context in segmented else [
-            Sentence(idx, context[start:end], start, end) for idx, (start, end) in enumerate(kept[context].tolist())]
-        articles[document_id(context)] = Article(document_id(context), tuple(sentences),
-                                                 tuple(chunk_article(context, sentences, size, overlap, length)))
-    return articles
+                                             for context, sentences in found.items()])
+    return {context: found[context] if context in found else [
+        Sentence(idx, context[start:end], start, end) for idx, (start, end) in enumerate(kept[context].tolist())]
+        for context in distinct}
 
 
 def corpus_view(articles: dict[str, Article]) -> dict[str, Article]:

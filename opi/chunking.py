@@ -24,6 +24,7 @@ class Chunk:
     start: int
     end: int
     sentence_ids: tuple[int, ...]
+    source: str | None = None  # the vector store document it is (``opi.articles.store_articles``); None: OPI's chunk
 
 
 def word_count(text: str) -> int:

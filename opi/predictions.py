@@ -81,6 +81,10 @@ def prediction_rows(examples: Sequence[Example], retrieved: Mapping[str, Retriev
                                                                          retrieved[e.id]))) for e in examples]
     if corpus:
         rows["right_article"] = [right_article(e, articles, retrieved[e.id]) for e in examples]
+    sources = [[articles[document_id(e.context)].chunks[i].source for i in retrieved[e.id].chunk_ids]
+               for e in examples]
+    if any(source is not None for found in sources for source in found):
+        rows["store_ids"] = sources  # the vector store's own ids of the chunks (retriever=vectorstore)
     return rows
 
 

@@ -19,7 +19,8 @@ from flows.orchestration.clients import client_for, progress_bar
 from flows.orchestration.results import Answers, Classified, Quality, Reranked
 from flows.orchestration.stage import Stage, stage
 from opi import components
-from opi.articles import prepare_articles
+from opi.articles import StoreArticles, prepare_articles
+from opi.articles import store_articles as articles_of_store
 from opi.classify import CrossFitted, TrainingSet
 from opi.embeddings import embedder_for, run_store
 from opi.metrics.correctness import AnswerCorrectness
@@ -56,8 +57,16 @@ def chunk_articles(contexts: list[str], chunking: ChunkingConfig, language: str)
     return prepare_articles(contexts, chunking.size, chunking.overlap, chunking.length, language, store=run_store())
 
 
+@stage("store-articles", counted_as="chunking", uses=("opi.articles",), components=lambda a: (a["retriever"],),
+       kept=lambda a: False)
+def store_articles(retriever, contexts: list[str], language: str) -> StoreArticles:
+    """The articles with a vector store's documents as their chunks (``retriever=vectorstore``); read from the
+    store each run: its content can change."""
+    return articles_of_store(contexts, retriever.documents(), language, store=run_store())
+
+
 @stage("rank", counted_as="retrieval", uses=("opi.retrieval",), embeds=lambda a: a["retriever"].embeds,
-       components=lambda a: (a["retriever"],))
+       components=lambda a: (a["retriever"],), kept=lambda a: not a["retriever"].live)
 def rank(retriever, depth: int, examples: list, articles: dict, embedding: EmbeddingConfig | None):
     """Each example's ranking to ``depth``: one ranking serves every ``k`` up to it. ``embedding``: the retriever's
     (its own settings over the run's); None for a retriever that does not embed (its rankings keep their cache
@@ -211,5 +220,5 @@ def sweep_report(configurations: list, relations: list[str], settings):
     return build_report(configurations, relations, settings)
 
 
-STAGES: tuple[Stage, ...] = (chunk_articles, rank, rerank, answer, classify, classifier_accuracy, answer_similarity,
+STAGES: tuple[Stage, ...] = (chunk_articles, store_articles, rank, rerank, answer, classify, classifier_accuracy, answer_similarity,
                              answer_quality, sweep_report)

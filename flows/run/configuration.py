@@ -65,7 +65,8 @@ def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel |
         if kept is not None:
             return from_kept(config, kept, started)
         result, counts = run_stages(config, data, registered)
-        if not unanswered(result.metrics):  # replies that were no answer are asked again by the next run
+        # replies that were no answer are asked again by the next run; a vector store is asked again every run
+        if not unanswered(result.metrics) and not any(member.live for member in config.members().values()):
             keep(cache_dir, key, result)
     log.info("%s: %d of %d stage results reused from the cache", describe(config).name, counts["cache_hits"],
              result.stages)

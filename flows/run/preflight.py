@@ -20,7 +20,7 @@ from flows.orchestration.server import ensure_api
 from flows.run.config import check_combination_settings, refuse_secrets, typed, unused_combination_settings
 from flows.run.data import Data, load_data, training_for
 from flows.base.errors import EXIT_USER_ERROR, CommandError, composed, run_or_explain
-from flows.run.identity import component_embeddings
+from flows.run.identity import component_embeddings, own_embedding
 from flows.base.progress import planned_sweep, start_sweep
 from hydra_plugins.opi_sweeper import expand, forget_composed, keep_composed
 from flows.base.store_checks import check_stores, note_sweep_folder
@@ -49,6 +49,7 @@ def prepared(config: OPIConfig) -> OPIConfig:
     decided, and the data has what the retrievers need. A DataError or StoreError otherwise, before any work."""
     check_models(config)
     check_stores(config)
+    check_vector_store(config)
     data = load_data(config)
     config = chunking_for_language(config)
     warn_unspaced(config, data)
@@ -63,6 +64,22 @@ def prepared(config: OPIConfig) -> OPIConfig:
     ensure_api()
     import_server_models()
     return config
+
+
+def check_vector_store(config: OPIConfig) -> None:
+    """A vector store member (``retriever=vectorstore``) reachable, holding its collection, with vectors of its
+    query embedding's dimension, before any example (one line otherwise); what it holds said once. One store a
+    configuration: its documents are the configuration's chunks."""
+    live = [member for member in config.members().values() if member.live]
+    if not live:
+        return
+    if len({(m.backend, m.url, m.path, m.collection) for m in live}) > 1:
+        raise CommandError("a configuration evaluates one vector store (its documents are the chunks every member "
+                           f"ranks): {live[0].where} and {live[1].where} are two; compare them in a sweep")
+    from opi.embeddings import embedder_for
+
+    facts = live[0].check(embedder_for(own_embedding(config, live[0])))
+    notice_once(f"{live[0].where}: {facts['documents']} documents, {facts['server']}; read only, asked again each run")
 
 
 def chunking_for_language(config: OPIConfig) -> OPIConfig:

@@ -17,7 +17,7 @@ from flows.orchestration.tasks import RegisteredModel, StageContext
 from flows.run.data import Data, training_for
 from flows.run.identity import describe, own_embedding
 from flows.run.preflight import notice_once
-from opi.articles import Article, corpus_view
+from opi.articles import Article, StoreArticles, corpus_view
 from opi.classify import training_warnings
 from opi.combine import Single
 from opi.memory import MEMORY
@@ -68,6 +68,7 @@ class Results:
     answers: Answers | None = None
     relations: Relations | None = None
     similarities: list[float] | None = None
+    store: StoreArticles | None = None  # a vector store's documents as the articles' chunks (retriever=vectorstore)
     quality: Quality = field(default_factory=Quality)
 
 
@@ -87,17 +88,37 @@ def chunked_articles(config: OPIConfig, data: Data, results: Results, calls: Sta
     """Every article of the data, segmented and chunked (a stage; read once per process), as the retrievers see
     them: one index per article, or one over the corpus."""
     language = config.sentences.language
+    if results.store is not None:
+        articles = hashed(results.store.articles)
+        return articles if config.retrieval.scope == "article" else corpus_of(articles)
     key = (data.contexts.content_hash, dataclasses.astuple(config.chunking), language,
            tasks.chunk_articles.code())
     if MEMORY.holds("chunked articles", key):  # one read of the cached result per process, not one per job
         calls.hits += 1
     articles = MEMORY.recall("chunked articles", key, lambda: hashed(
         calls.call(tasks.chunk_articles, data.contexts, config.chunking, language)))
-    if config.retrieval.scope == "article":
-        return articles
+    return articles if config.retrieval.scope == "article" else corpus_of(articles)
+
+
+def corpus_of(articles: HashedDict) -> HashedDict:
     corpus = HashedDict(corpus_view(articles))
     corpus.content_hash = hash_objects("corpus", articles.content_hash)  # not the merged text once per article
     return corpus
+
+
+def live_store(config: OPIConfig):
+    """The configuration's vector store member (``retriever=vectorstore``), None without."""
+    return next((member for member in config.members().values() if member.live), None)
+
+
+def store_documents(config: OPIConfig, data: Data, results: Results, calls: StageCalls) -> StoreArticles:
+    """The store's documents located in the articles (they are the configuration's chunks); those in none said."""
+    member = live_store(config)
+    located = calls.call(tasks.store_articles, member, data.contexts, config.sentences.language)
+    if located.not_found:
+        notice_once(f"{located.not_found} of the {located.documents} documents of the {member.where} are in none of "
+                    f"the {len(located.articles)} articles of the data: they cannot be retrieved for its questions")
+    return located
 
 
 def ranking_depth(config: OPIConfig) -> int:
@@ -222,6 +243,9 @@ def scored(config: OPIConfig, data: Data, results: Results, stages: int) -> Scor
                                            config.metrics.beta, config.report.confidence, config.report.resamples,
                                            config.seed, config.report.unit)
     usage = {**retrieval.reranking, **answers.usage, **relations.usage, **quality.usage}
+    if results.store is not None:
+        metrics.update(store_documents=float(results.store.documents),
+                       store_documents_not_found=float(results.store.not_found))
     metrics.update({**relations.metrics, **quality.counts, **usage, **usage_totals(usage),
                     "rows_dropped": float(sum(data.report.dropped.values()))})
     traces = trace_records(examples, retrieval.retrieved, retrieval.sources, results.articles, results.sentences,

@@ -29,6 +29,11 @@ class RetrievalTooSlow(ValueError):
     """A ranking that would take hours, refused before it starts: the message says how long and what to set."""
 
 
+class VectorStoreUnavailable(ValueError):
+    """A vector store that cannot be evaluated (unreachable, no such collection, vectors of another dimension than
+    the query embedding's): one line, before any example."""
+
+
 @dataclass(frozen=True)
 class Ranking:
     chunk_ids: tuple[int, ...]
@@ -72,6 +77,9 @@ class Retriever(ABC):
     bound: ClassVar[str | None] = None  # "lower" or "upper": a bound on retrieval (random, oracle), not a retriever
     needs_evidence: ClassVar[bool] = False  # ranks by the examples' gold evidence (the oracle)
     local_models: ClassVar[tuple[str, ...]] = ()  # settings naming models to load, checked before the run
+    # ranks by asking a service whose content can change between runs (a vector database): its rankings, and the
+    # configuration's whole result, are never kept
+    live: ClassVar[bool] = False
 
     def __post_init__(self):
         if not isinstance(self.k, int) or self.k < 1:

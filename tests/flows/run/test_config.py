@@ -19,6 +19,7 @@ REQUIRED = {
     ("retriever", "oracle"): [],
     ("retriever", "custom"): ["retriever._target_=opi.retrievers.lexical.TFIDFRetriever"],
     ("retriever", "langchain"): ["retriever.factory=langchain_community.retrievers.BM25Retriever.from_documents"],
+    ("retriever", "vectorstore"): ["retriever.url=http://127.0.0.1:8000", "retriever.collection=docs"],
     ("classifier", "custom"): ["classifier._target_=opi.classify.LocalRelationClassifier"],
     ("llm", "custom"): ["llm.reader._target_=opi.llm.reader.ExtractiveReader"],
     ("dataset", "table"): ["dataset.path=some/file.jsonl"],
@@ -141,7 +142,7 @@ def test_globbing_a_group_sweeps_its_real_options_only():
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         loader = GlobalHydra.instance().config_loader()
         assert loader.get_group_options("retriever") == ["bm25", "custom", "dps", "edi", "knn", "langchain", "mmr",
-                                                          "oracle", "random", "svm", "tfidf"]
+                                                          "oracle", "random", "svm", "tfidf", "vectorstore"]
         assert loader.get_group_options("chunking") == ["large", "paper", "small"]
 
 

@@ -31,8 +31,8 @@ def bm25_on_three():
 
 def test_every_step_fills_a_field_of_the_results_in_the_order_the_data_walks():
     fields = list(Results.__dataclass_fields__)
-    assert [step.fills for step in PIPELINE] == ["articles", "retrieval", "sentences", "answers", "relations",
-                                                 "similarities", "quality"]
+    assert [step.fills for step in PIPELINE] == ["store", "articles", "retrieval", "sentences", "answers",
+                                                 "relations", "similarities", "quality"]
     assert all(step.fills in fields for step in PIPELINE)
 
 

@@ -1,0 +1,85 @@
+"""Where a piece of text (a vector store's document) sits in the articles: found exactly, else with whitespace and
+case ignored; as character offsets in the article's own text."""
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Place:
+    article: int  # its position in the articles searched
+    start: int
+    end: int  # exclusive
+
+
+def folded(text: str) -> tuple[str, list[int]]:
+    """``text`` lower-cased with each whitespace run one space, and, for each of its characters, the offset in
+    ``text`` it came from (one past the end appended)."""
+    out: list[str] = []
+    offsets: list[int] = []
+    at = 0
+    for match in _SPACE.finditer(text):
+        for i in range(at, match.start()):
+            out.append(text[i].lower())
+            offsets.append(i)
+        out.append(" ")
+        offsets.append(match.start())
+        at = match.end()
+    for i in range(at, len(text)):
+        out.append(text[i].lower())
+        offsets.append(i)
+    offsets.append(len(text))
+    return "".join(out), offsets
+
+
+class Locator:
+    """Finds texts in ``articles``: each text's first exact occurrence (articles in order), else its first
+    occurrence with whitespace runs and case folded."""
+
+    SEPARATOR = "\x00"
+
+    def __init__(self, articles: Sequence[str]):
+        self.articles = list(articles)
+        self.starts: list[int] = []
+        at = 0
+        for article in self.articles:
+            self.starts.append(at)
+            at += len(article) + 1
+        self.joined = self.SEPARATOR.join(self.articles)
+        self._folded: tuple[str, list[int], list[int]] | None = None
+
+    def _fold(self) -> tuple[str, list[int], list[int]]:
+        if self._folded is None:
+            parts, offsets, starts, at = [], [], [], 0
+            for article in self.articles:
+                text, where = folded(article)
+                starts.append(at)
+                parts.append(text)
+                offsets.append(where)
+                at += len(text) + 1
+            self._folded = (self.SEPARATOR.join(parts), starts, offsets)  # type: ignore[assignment]
+        return self._folded  # type: ignore[return-value]
+
+    def find(self, text: str) -> Place | None:
+        needle = text.strip()
+        if not needle or self.SEPARATOR in needle:
+            return None
+        at = self.joined.find(needle)
+        if at >= 0:
+            article = bisect.bisect_right(self.starts, at) - 1
+            start = at - self.starts[article]
+            return Place(article, start, start + len(needle))
+        joined, starts, offsets = self._fold()
+        folded_needle = _SPACE.sub(" ", needle).lower()
+        at = joined.find(folded_needle)
+        if at < 0:
+            return None
+        article = bisect.bisect_right(starts, at) - 1
+        first = at - starts[article]
+        where = offsets[article]
+        return Place(article, where[first], where[first + len(folded_needle) - 1] + 1)
