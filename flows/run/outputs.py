@@ -47,6 +47,12 @@ def embedding_tags(config: OPIConfig) -> dict[str, str]:
             **{f"opi.embedding.{path}": settings.model for path, settings in component_embeddings(config).items()}}
 
 
+def store_tags(config: OPIConfig) -> dict[str, str]:
+    """The vector store a configuration evaluated (``retriever=vectorstore``): where, and its server's version."""
+    live = [member for member in config.members().values() if member.live]
+    return {"opi.vectorstore": live[0].where, "opi.vectorstore.server": live[0].client().version()} if live else {}
+
+
 def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
     """Write-then-rename: a run killed mid-write leaves no half file under a final name."""
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # one name per writer
@@ -68,7 +74,7 @@ def record(config: OPIConfig, result: dict) -> None:
         run_id = log_run(config.tracking, identity.retrieval, effective_settings(config), result["metrics"], tables,
                          {"opi.role": "configuration", "gold_relation_source": config.relations.gold,
                           **identity.tags(), **identity.description_tags(), **prompt_tags(config),
-                          **embedding_tags(config)},
+                          **embedding_tags(config), **store_tags(config)},
                          traces=trace_writer(config, result))
         log.info("MLflow run %s", run_id)
 

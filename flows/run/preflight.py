@@ -79,7 +79,9 @@ def check_vector_store(config: OPIConfig) -> None:
     from opi.embeddings import embedder_for
 
     facts = live[0].check(embedder_for(own_embedding(config, live[0])))
-    notice_once(f"{live[0].where}: {facts['documents']} documents, {facts['server']}; read only, asked again each run")
+    if MEMORY.first_time("said", live[0].where):
+        log.info("%s: %d documents, %s; read only, asked again each run", live[0].where, facts["documents"],
+                 facts["server"])
 
 
 def chunking_for_language(config: OPIConfig) -> OPIConfig:

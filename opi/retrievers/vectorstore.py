@@ -57,10 +57,13 @@ class VectorStoreRetriever(Retriever):
         return f"{self.backend} {self.url or self.path}, collection {self.collection!r}"
 
     def client(self) -> "StoreClient":
-        """The store's client (made once): reading and searching only."""
-        if getattr(self, "_client", None) is None:
-            self._client = (ChromaClient if self.backend == "chroma" else QdrantClient)(self)
-        return self._client
+        """The store's client, one per store in a process (Qdrant's local mode allows one a folder): reading and
+        searching only."""
+        from opi.memory import MEMORY
+
+        key = (self.backend, self.url, self.path, self.collection, self.vector_name)
+        return MEMORY.recall("vector store clients", key,
+                             lambda: (ChromaClient if self.backend == "chroma" else QdrantClient)(self))
 
     def check(self, embedder) -> dict[str, Any]:
         """What the run records of the store (collection, size, server version), once it is known to be reachable,
@@ -100,11 +103,6 @@ class VectorStoreRetriever(Retriever):
             found = found[:depth]
             rankings.append(Ranking(tuple(i for i, _ in found), tuple(score for _, score in found)))
         return rankings
-
-    def __getstate__(self):  # the client (a connection) is not part of what a task receives or a key hashes
-        state = dict(self.__dict__)
-        state.pop("_client", None)
-        return state
 
 
 class StoreClient:

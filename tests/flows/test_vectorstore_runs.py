@@ -99,6 +99,8 @@ def test_a_chroma_collection_is_evaluated_in_place_alone_and_fused_with_bm25(tmp
         expected = [d.id for d in direct.similarity_search(row["question"], k=4)]
         assert list(row["store_ids"]) == expected, row["question"]
     assert single["metrics.store_documents"] == before[0] and single["metrics.store_documents_not_found"] == 0
+    assert single["tags.opi.vectorstore"] == f"chroma http://127.0.0.1:{chroma_server}, collection 'team-docs'"
+    assert single["tags.opi.vectorstore.server"].startswith("Chroma 1.")  # the server's own version
     assert 0 < single["metrics.bertsim"] <= 1 and 0 <= single["metrics.right_article"] <= 1
     assert single["metrics.ndcg_at_4"] >= 0  # the IR metrics are computed on the store's documents
     # fused with BM25: four of the store's documents, ranked by both
