@@ -1,4 +1,5 @@
-"""retriever=vectorstore through the command, against a real Chroma server on loopback: a collection a team filled
+"""retriever=vectorstore through the command, against a real Chroma server on loopback and a Qdrant folder (local
+mode): a collection a team filled
 with its own splitter (60 words, no overlap) and the packaged model, evaluated in place, alone and fused with BM25;
 the documents OPI retrieved are the store's own similarity search; the collection is unchanged afterwards; an
 unreachable server, a missing collection and another dimension are one line each, exit 2, before any example."""
@@ -122,3 +123,47 @@ def test_a_store_that_cannot_be_evaluated_is_one_line_before_any_example(tmp_pat
                          "dataset.limit=2", expect=EXIT_USER_ERROR)
         assert said in output, output[-2000:]
         assert "Traceback" not in output and "BERTSim" not in output and "stage results" not in output
+
+
+def test_a_qdrant_local_collection_is_evaluated_in_place_alone_and_fused_with_bm25(tmp_path, embedder):
+    from langchain_qdrant import QdrantVectorStore
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from qdrant_client import QdrantClient, models
+
+    import opi
+
+    splitter = RecursiveCharacterTextSplitter(chunk_size=60, chunk_overlap=0, length_function=lambda t: len(t.split()))
+    lines = (Path(opi.__file__).parent / "datasets" / "deeplogic-130" / "articles.jsonl").read_text().splitlines()
+    pieces = [piece for line in lines for piece in splitter.split_text(json.loads(line)["context"])]
+    path = str(tmp_path / "qdrant")
+    client = QdrantClient(path=path)
+    vectors = embedder.embed_documents(pieces)
+    client.create_collection("team", vectors_config=models.VectorParams(size=len(vectors[0]),
+                                                                         distance=models.Distance.COSINE))
+    client.upsert("team", points=[models.PointStruct(id=i, vector=v, payload={"page_content": p})
+                                  for i, (p, v) in enumerate(zip(pieces, vectors))])
+
+    def checksum():
+        points, _ = client.scroll("team", limit=10_000, with_payload=True)
+        return len(points), hashlib.sha256(repr(sorted((p.id, p.payload["page_content"]) for p in points)).encode()
+                                           ).hexdigest()
+
+    before = checksum()
+    client.close()  # local mode: one client a folder
+    qdrant = ["retriever.backend=qdrant", f"retriever.path={path}", "retriever.collection=team"]
+    run_cli("flows.cli.evaluate", tmp_path, "retriever=vectorstore", *qdrant, "retrieval.scope=corpus",
+            f"dataset.limit={LIMIT}")
+    run_cli("flows.cli.evaluate", tmp_path, "setup=a_two", "+retriever@retrievers.team=vectorstore",
+            *(o.replace("retriever.", "retrievers.team.") for o in qdrant), "combination.members=[team,bm25]",
+            "retrieval.scope=corpus", f"dataset.limit={LIMIT}")
+    (single, rows), (fused, fused_rows) = predictions(tmp_path)
+    client = QdrantClient(path=path)
+    direct = QdrantVectorStore(client=client, collection_name="team", embedding=embedder)
+    for _, row in rows.iterrows():
+        assert list(row["store_ids"]) == [str(d.metadata["_id"]) for d in direct.similarity_search(row["question"],
+                                                                                                   k=4)]
+    assert single["metrics.store_documents"] == len(pieces) and single["tags.opi.vectorstore.server"].startswith(
+        "Qdrant local mode")
+    assert all(len(ids) == 4 for ids in fused_rows["store_ids"]) and fused["metrics.bertsim"] > 0
+    assert checksum() == before
+    client.close()
