@@ -13,6 +13,17 @@ MILL = ("The mill opened in 1850 beside the river. It ground wheat for three vil
         "A flood in 1901 silted up the race. The mill closed that winter and never reopened.")
 QUAY = ("Ships docked at the quay every spring. Sailors sang at night in the harbour inn.\n\n"
         "The harbour master kept a ledger of every cargo. Salt and wool were the main trade.")
+@pytest.fixture(autouse=True)
+def _clients_closed():
+    """The store clients a test made, closed at its end (Qdrant's local mode holds its folder until then)."""
+    from opi.memory import MEMORY
+
+    with MEMORY.isolated("vector store clients"):
+        yield
+        for client in MEMORY.values("vector store clients"):
+            getattr(client.api, "close", lambda: None)()
+
+
 DOCUMENTS = [  # another splitter's pieces: a line break lost, case changed, and one piece of no article
     ("d1", "The mill opened in 1850 beside the river."), ("d2", "It ground wheat for three villages. A flood"),
     ("d3", "in 1901 silted up the race."), ("d4", "the mill closed that winter and never reopened."),
@@ -83,7 +94,7 @@ def test_a_qdrant_collection_ranks_as_its_own_similarity_search_and_is_left_unch
     (own,) = retriever.rank(["What did sailors do at night?"], list(mill.chunks), 2)
     assert {mill.chunks[i].source for i in own.chunk_ids} <= {"1", "2", "3", "4"} and len(own.chunk_ids) == 2
     retriever.client().api.close()
-    assert ids_checksum(qdrant_collection) == before
+    assert ids_checksum(qdrant_collection) == before  # (the client is closed again at the end: a no-op)
 
 
 def test_a_missing_collection_another_dimension_or_no_server_is_one_clear_problem(qdrant_collection, embedder,
@@ -102,3 +113,25 @@ def test_a_missing_collection_another_dimension_or_no_server_is_one_clear_proble
         VectorStoreRetriever(backend="chroma", url="http://127.0.0.1:9", collection="team").client()
     with pytest.raises(ValueError, match="exactly one of url"):
         VectorStoreRetriever(collection="team")
+
+
+def test_a_chroma_folder_ranks_as_its_own_similarity_search(tmp_path, embedder):
+    import chromadb
+    from langchain_chroma import Chroma
+
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    collection = client.create_collection("team", metadata={"hnsw:space": "cosine"})
+    collection.add(ids=[name for name, _ in DOCUMENTS], documents=[text for _, text in DOCUMENTS],
+                   embeddings=embedder.embed_documents([text for _, text in DOCUMENTS]))
+    retriever = VectorStoreRetriever(backend="chroma", path=str(tmp_path / "chroma"), collection="team",
+                                     embedder=embedder)
+    facts = retriever.check(embedder)
+    assert facts["documents"] == 8 and facts["server"].startswith("Chroma ")
+    corpus = corpus_view(store_articles([MILL, QUAY], retriever.documents()).articles)[document_id(MILL)]
+    direct = Chroma(collection_name="team", client=client, embedding_function=embedder,
+                    create_collection_if_not_exists=False)
+    for question in ["When did the mill close?", "What was traded?"]:
+        (ranking,) = retriever.rank([question], list(corpus.chunks), 3)
+        expected = [d.id for d in direct.similarity_search(question, k=4) if d.id != "d8"][:3]
+        assert [corpus.chunks[i].source for i in ranking.chunk_ids] == expected
+    assert collection.count() == 8
