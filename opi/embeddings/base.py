@@ -113,7 +113,13 @@ class Embedder(Embeddings, ABC):
 
     @property
     def dimension(self) -> int:
-        return len(self.raw(["dimension"])[0])
+        """The length of the model's vectors: from a vector this process or the store already has, else from one
+        text embedded to learn it (a paid request on an endpoint)."""
+        known = next(iter(self._cache.values()), None)
+        if known is not None:
+            return len(known)
+        stored = self.store.length(self.key) if self.store is not None else None
+        return stored if stored else len(self.raw(["dimension"])[0])
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.encode(list(texts)).tolist()

@@ -98,3 +98,18 @@ def test_a_stored_vector_of_another_length_is_a_miss_the_most_common_length_or_t
     held._cache["a"] = np.array([3.0, 4.0], dtype=np.float32)
     held.raw(["b", "c", "d"])
     assert held.calls == [["c", "d"]] and held.store_hits == 1
+
+
+def test_the_width_of_no_text_comes_from_a_known_vector_not_a_new_request(tmp_path):
+    from opi.embeddings import EmbeddingStore
+
+    table = {"a": [1.0, 0.0, 0.0], "dimension": [0.0, 0.0, 1.0]}
+    model = TableEmbedder(table)
+    model.raw(["a"])
+    assert model.raw([]).shape == (0, 3) and model.calls == [["a"]]  # from the vector it has
+    store = EmbeddingStore(tmp_path / "e.sqlite")
+    TableEmbedder(table, store=store).raw(["a"])
+    later = TableEmbedder(table, store=store)
+    assert later.dimension == 3 and later.calls == []  # from the store's length: nothing asked
+    fresh = TableEmbedder(table)
+    assert fresh.dimension == 3 and fresh.calls == [["dimension"]]  # nothing known: one text embedded
