@@ -1,0 +1,63 @@
+"""opi.race: configurations dropped as clusters arrive; the best survives with probability >= 1 - alpha (simulated
+with known truth: a fast version of benchmarks/race_simulation.py), and a clearly worse one is dropped early."""
+import math
+
+import numpy as np
+import pytest
+
+from opi.race import Race
+
+
+def test_a_configuration_always_worse_by_the_whole_range_is_dropped_when_the_evidence_reaches_k_minus_1_over_alpha():
+    race = Race(["l", "c"], clusters=100, alpha=0.05)
+    # by hand: cluster 1 bets nothing (no difference seen yet); cluster 2 bets 1/2 (clipped from 0.8) on
+    # 1 - (-1/99): wealth 1 + 0.5 * 1.0101 = 1.50505; ... the product passes (2 - 1) / 0.05 = 20 at cluster 9
+    race.observe({"l": 1.0, "c": 0.0})
+    assert race._pairs["l", "c"].wealth == 0.0
+    race.observe({"l": 1.0, "c": 0.0})
+    assert math.exp(race._pairs["l", "c"].wealth) == pytest.approx(1.50505, abs=1e-5)
+    dropped = []
+    while not dropped:
+        dropped = race.observe({"l": 1.0, "c": 0.0})
+    (gone,) = dropped
+    assert (gone.configuration, gone.by, gone.clusters, gone.difference) == ("c", "l", 9, 1.0)
+    assert gone.evidence >= 20 and race.alive == ["l"]
+
+
+def simulate(effects, clusters, rng, noise=0.1, alpha=0.05):
+    """One race over clusters with a base of their own: each configuration's cluster mean is base + effect + noise,
+    clipped to [0, 1]; the truly best is the highest mean over these clusters (the full grid's best)."""
+    base = rng.uniform(0.2, 0.8, clusters)
+    means = np.clip(base[None, :] + np.asarray(effects)[:, None] + rng.normal(0, noise, (len(effects), clusters)),
+                    0, 1)
+    names = [f"c{i}" for i in range(len(effects))]
+    race, spent = Race(names, clusters, alpha), 0
+    for j in rng.permutation(clusters):
+        spent += len(race.alive)
+        race.observe({name: means[i, j] for i, name in enumerate(names) if name in race.alive})
+        if len(race.alive) == 1:
+            break
+    best = names[int(np.argmax(means.mean(axis=1)))]
+    return best in race.alive, spent / (len(names) * clusters)
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.1])
+def test_the_best_configuration_survives_at_least_1_minus_alpha_of_races(spread):
+    rng = np.random.default_rng(0)
+    effects = np.linspace(0, spread, 10)
+    results = [simulate(effects, 52, rng) for _ in range(150)]
+    assert np.mean([kept for kept, _ in results]) >= 0.95
+
+
+def test_clearly_worse_configurations_are_dropped_before_the_data_runs_out():
+    rng = np.random.default_rng(1)
+    effects = np.r_[np.zeros(7), 0.3, 0.3, 0.4]  # seven far behind
+    costs = [cost for _, cost in (simulate(effects, 60, rng) for _ in range(30))]
+    assert np.mean(costs) < 0.6  # of the full grid's cluster evaluations
+
+
+def test_a_race_needs_two_configurations_and_a_level():
+    with pytest.raises(ValueError, match="at least two distinct"):
+        Race(["knn"], clusters=10)
+    with pytest.raises(ValueError, match="alpha must be in"):
+        Race(["knn", "bm25"], clusters=10, alpha=0)
