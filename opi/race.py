@@ -18,8 +18,10 @@ best on the race metric.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
+
+import numpy as np
 
 MAX_STAKE = 0.5  # |d - m| <= 2, so a stake under 1/2 keeps every factor 1 + stake * (d - m) positive
 
@@ -34,64 +36,53 @@ class Elimination:
     evidence: float  # the e-value reached (>= the threshold)
 
 
-@dataclass
-class _Pair:
-    wealth: float = 0.0  # log
-    seen: float = 0.0  # sum of the differences seen
-    count: int = 0
-    bets: list[float] = field(default_factory=list)  # the centred differences seen, for the stake
-
-
 class Race:
     def __init__(self, configurations: Sequence[str], clusters: int, alpha: float = 0.05):
         if len(set(configurations)) != len(configurations) or len(configurations) < 2:
             raise ValueError("a race needs at least two distinct configurations")
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        self.alive = list(configurations)
+        self.names = list(configurations)
         self.clusters, self.alpha = clusters, alpha
         self.threshold = (len(configurations) - 1) / alpha
         self.seen = 0
         self.eliminated: list[Elimination] = []
-        self._pairs = {(l, c): _Pair() for l in configurations for c in configurations if l != c}
+        k = len(configurations)
+        self._alive = np.ones(k, dtype=bool)
+        # per ordered pair (row l, column c): log wealth, sum of differences, sums of the centred bets and squares
+        self._wealth, self._sum = np.zeros((k, k)), np.zeros((k, k))
+        self._bets, self._squares = np.zeros((k, k)), np.zeros((k, k))
+
+    @property
+    def alive(self) -> list[str]:
+        return [name for name, alive in zip(self.names, self._alive) if alive]
 
     def observe(self, means: Mapping[str, float]) -> list[Elimination]:
         """One more cluster: each surviving configuration's mean metric over it (in [0, 1]). Returns who is dropped
         now (they are no longer compared, nor drop others)."""
         if self.seen >= self.clusters:
             raise ValueError(f"all {self.clusters} clusters have been observed")
-        left = self.clusters - self.seen  # this cluster included
-        for l in self.alive:
-            for c in self.alive:
-                if l != c:
-                    self._bet(self._pairs[l, c], float(means[l]) - float(means[c]), left)
+        alive = self._alive.copy()
+        values = np.array([float(means[name]) if on else 0.0 for name, on in zip(self.names, alive)])
+        pairs = alive[:, None] & alive[None, :]
+        difference = values[:, None] - values[None, :]
+        centred = difference + self._sum / (self.clusters - self.seen)  # minus what is left to see, were they equal
+        n = self.seen + 1  # the prior counts as one observation
+        stake = np.clip(self._bets / n / ((self._squares + 0.25) / n), 0.0, MAX_STAKE - 1e-9)
+        self._wealth += np.where(pairs, np.log1p(stake * centred), 0.0)
+        self._bets += np.where(pairs, centred, 0.0)
+        self._squares += np.where(pairs, centred * centred, 0.0)
+        self._sum += np.where(pairs, difference, 0.0)
         self.seen += 1
+        evidence = np.where(pairs, self._wealth, -np.inf)
+        strongest = evidence.argmax(axis=0)  # for each c, the l with the most evidence against it
         dropped = []
-        for c in list(self.alive):
-            best = max(((self._pairs[l, c].wealth, l) for l in self.alive if l != c and l not in
-                        {d.configuration for d in dropped}), default=None)
-            if best is not None and best[0] >= math.log(self.threshold):
-                pair = self._pairs[best[1], c]
-                dropped.append(Elimination(c, best[1], self.seen, pair.seen / pair.count, math.exp(best[0])))
+        for c in np.flatnonzero(alive):
+            l = int(strongest[c])
+            if evidence[l, c] >= math.log(self.threshold):  # by any configuration alive when the cluster came
+                dropped.append(Elimination(self.names[c], self.names[l], self.seen, self._sum[l, c] / self.seen,
+                                           math.exp(evidence[l, c])))
         for elimination in dropped:
-            self.alive.remove(elimination.configuration)
+            self._alive[self.names.index(elimination.configuration)] = False
         self.eliminated += dropped
         return dropped
-
-    @staticmethod
-    def _bet(pair: _Pair, difference: float, left: int) -> None:
-        expected = -pair.seen / left  # the next cluster's mean difference were the two means equal
-        centred = difference - expected
-        pair.wealth += math.log1p(_stake(pair.bets) * centred)
-        pair.bets.append(centred)
-        pair.seen += difference
-        pair.count += 1
-
-
-def _stake(bets: Sequence[float]) -> float:
-    """The stake on the next cluster, from the differences before it only (approximate GRAPA: mean over second
-    moment, with a prior of one zero-mean observation of variance 1/4), clipped to [0, MAX_STAKE)."""
-    n = len(bets)
-    mean = sum(bets) / (n + 1)
-    second = (sum(b * b for b in bets) + 0.25) / (n + 1)
-    return min(max(mean / second, 0.0), MAX_STAKE - 1e-9)
