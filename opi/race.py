@@ -14,6 +14,11 @@ probability at most ``level``. ``c`` is dropped when some surviving ``l``'s weal
 ``alpha / (K - 1)`` whenever it is looked at, so the best survives with probability at least ``1 - alpha``
 (a union bound; no planned number of rounds). "Best" is the highest mean over the data's clusters: the full grid's
 best on the race metric.
+
+``test="asymptotic"``: instead of betting, each pair's lower confidence bound from an asymptotic confidence
+sequence, whose width scales with the paired differences' observed standard deviation, not their range: far
+fewer clusters where configurations differ by little (``docs/performance.md`` section 11), with a guarantee that
+holds as the number of clusters grows, not at every size (simulated there); no bound before ``min_clusters``.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+TESTS = ("betting", "asymptotic")
 MAX_STAKE = 0.5  # |d - m| <= 2, so a stake under 1/2 keeps every factor 1 + stake * (d - m) positive
 
 
@@ -33,15 +39,22 @@ class Elimination:
     by: str
     clusters: int
     difference: float
-    evidence: float  # the e-value reached (>= the threshold)
+    evidence: float  # betting: the e-value reached (>= the threshold); asymptotic: the difference's lower bound (> 0)
 
 
 class Race:
-    def __init__(self, configurations: Sequence[str], clusters: int, alpha: float = 0.05):
+    def __init__(self, configurations: Sequence[str], clusters: int, alpha: float = 0.05, test: str = "betting",
+                 min_clusters: int = 10):
         if len(set(configurations)) != len(configurations) or len(configurations) < 2:
             raise ValueError("a race needs at least two distinct configurations")
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        if test not in TESTS:
+            raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
+        self.test, self.min_clusters = test, min_clusters
+        # the asymptotic sequence's tuning: tightest around a quarter of the clusters (Waudby-Smith et al., eq. 2.3)
+        level = alpha / (len(configurations) - 1)
+        self._rho2 = (-2 * math.log(level) + math.log(-2 * math.log(level) + 1)) / max(clusters / 4, 1)
         self.names = list(configurations)
         self.clusters, self.alpha = clusters, alpha
         self.threshold = (len(configurations) - 1) / alpha
@@ -52,6 +65,7 @@ class Race:
         # per ordered pair (row l, column c): log wealth, sum of differences, sums of the centred bets and squares
         self._wealth, self._sum = np.zeros((k, k)), np.zeros((k, k))
         self._bets, self._squares = np.zeros((k, k)), np.zeros((k, k))
+        self._differences2 = np.zeros((k, k))  # sum of squared differences (the asymptotic sequence's variance)
 
     @property
     def alive(self) -> list[str]:
@@ -73,16 +87,35 @@ class Race:
         self._bets += np.where(pairs, centred, 0.0)
         self._squares += np.where(pairs, centred * centred, 0.0)
         self._sum += np.where(pairs, difference, 0.0)
+        self._differences2 += np.where(pairs, difference * difference, 0.0)
         self.seen += 1
-        evidence = np.where(pairs, self._wealth, -np.inf)
+        if self.test == "betting":
+            evidence, bar = np.where(pairs, self._wealth, -np.inf), math.log(self.threshold)
+        else:
+            evidence, bar = np.where(pairs, self._lower_bounds(), -np.inf), 0.0
         strongest = evidence.argmax(axis=0)  # for each c, the l with the most evidence against it
         dropped = []
         for c in np.flatnonzero(alive):
             l = int(strongest[c])
-            if evidence[l, c] >= math.log(self.threshold):  # by any configuration alive when the cluster came
+            if evidence[l, c] > bar or (self.test == "betting" and evidence[l, c] == bar):  # by any l alive before
+                shown = math.exp(evidence[l, c]) if self.test == "betting" else float(evidence[l, c])
                 dropped.append(Elimination(self.names[c], self.names[l], self.seen, self._sum[l, c] / self.seen,
-                                           math.exp(evidence[l, c])))
+                                           shown))
         for elimination in dropped:
             self._alive[self.names.index(elimination.configuration)] = False
         self.eliminated += dropped
         return dropped
+
+    def _lower_bounds(self) -> np.ndarray:
+        """Each pair's lower bound of its mean difference: the asymptotic confidence sequence (a Robbins normal
+        mixture over the sample's standard deviation; Waudby-Smith, Arnold, Wu, Zhou, Ramdas, "Time-uniform central
+        limit theory and asymptotic confidence sequences") at level alpha / (K - 1); none before ``min_clusters``."""
+        t = self.seen
+        if t < max(self.min_clusters, 2):
+            return np.full(self._sum.shape, -np.inf)
+        mean = self._sum / t
+        variance = np.maximum(self._differences2 - self._sum ** 2 / t, 0.0) / (t - 1)
+        level, rho2 = self.alpha / (len(self.names) - 1), self._rho2
+        radius = np.sqrt(variance) * math.sqrt(2 * (t * rho2 + 1) / (t * t * rho2)
+                                               * math.log(math.sqrt(t * rho2 + 1) / level))
+        return mean - radius

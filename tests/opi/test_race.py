@@ -24,14 +24,14 @@ def test_a_configuration_always_worse_by_the_whole_range_is_dropped_when_the_evi
     assert gone.evidence >= 20 and race.alive == ["l"]
 
 
-def simulate(effects, clusters, rng, noise=0.1, alpha=0.05):
+def simulate(effects, clusters, rng, noise=0.1, alpha=0.05, test="betting"):
     """One race over clusters with a base of their own: each configuration's cluster mean is base + effect + noise,
     clipped to [0, 1]; the truly best is the highest mean over these clusters (the full grid's best)."""
     base = rng.uniform(0.2, 0.8, clusters)
     means = np.clip(base[None, :] + np.asarray(effects)[:, None] + rng.normal(0, noise, (len(effects), clusters)),
                     0, 1)
     names = [f"c{i}" for i in range(len(effects))]
-    race, spent = Race(names, clusters, alpha), 0
+    race, spent = Race(names, clusters, alpha, test=test), 0
     for j in rng.permutation(clusters):
         spent += len(race.alive)
         race.observe({name: means[i, j] for i, name in enumerate(names) if name in race.alive})
@@ -56,8 +56,24 @@ def test_clearly_worse_configurations_are_dropped_before_the_data_runs_out():
     assert np.mean(costs) < 0.6  # of the full grid's cluster evaluations
 
 
+def test_the_asymptotic_sequence_drops_far_earlier_and_still_keeps_the_best():
+    rng = np.random.default_rng(2)
+    effects = np.linspace(0, 0.1, 10)
+    betting = [simulate(effects, 52, rng, noise=0.03) for _ in range(100)]
+    asymptotic = [simulate(effects, 52, rng, noise=0.03, test="asymptotic") for _ in range(100)]
+    assert np.mean([kept for kept, _ in asymptotic]) >= 0.95
+    assert np.mean([cost for _, cost in asymptotic]) < 0.6 < 0.9 < np.mean([cost for _, cost in betting])
+    race = Race(["l", "c"], clusters=40, test="asymptotic")
+    for i in range(9):  # no bound before min_clusters (10), however clear the difference
+        assert race.observe({"l": 0.9, "c": 0.1 + 0.01 * (i % 2)}) == []
+    (gone,) = race.observe({"l": 0.9, "c": 0.1})
+    assert gone.clusters == 10 and 0 < gone.evidence < gone.difference
+
+
 def test_a_race_needs_two_configurations_and_a_level():
     with pytest.raises(ValueError, match="at least two distinct"):
         Race(["knn"], clusters=10)
     with pytest.raises(ValueError, match="alpha must be in"):
         Race(["knn", "bm25"], clusters=10, alpha=0)
+    with pytest.raises(ValueError, match="test must be one of betting, asymptotic"):
+        Race(["knn", "bm25"], clusters=10, test="t-test")
