@@ -106,16 +106,30 @@ class Race:
         self.eliminated += dropped
         return dropped
 
+    def tied(self, margin: float) -> bool:
+        """The survivors are within ``margin`` of each other: every pair's difference bounded to (-margin, margin)
+        by the asymptotic sequence (a tie is an answer: racing on would only separate what does not matter)."""
+        alive = np.flatnonzero(self._alive)
+        if len(alive) < 2:
+            return False
+        radius = self._radii()
+        mean = self._sum / max(self.seen, 1)
+        pairs = np.ix_(alive, alive)
+        upper = (mean + radius)[pairs]
+        off_diagonal = ~np.eye(len(alive), dtype=bool)
+        return bool(np.all(upper[off_diagonal] < margin))
+
+    def _radii(self) -> np.ndarray:
+        t = self.seen
+        if t < max(self.min_clusters, 2):
+            return np.full(self._sum.shape, np.inf)
+        variance = np.maximum(self._differences2 - self._sum ** 2 / t, 0.0) / (t - 1)
+        level, rho2 = self.alpha / (len(self.names) - 1), self._rho2
+        return np.sqrt(variance) * math.sqrt(2 * (t * rho2 + 1) / (t * t * rho2)
+                                             * math.log(math.sqrt(t * rho2 + 1) / level))
+
     def _lower_bounds(self) -> np.ndarray:
         """Each pair's lower bound of its mean difference: the asymptotic confidence sequence (a Robbins normal
         mixture over the sample's standard deviation; Waudby-Smith, Arnold, Wu, Zhou, Ramdas, "Time-uniform central
         limit theory and asymptotic confidence sequences") at level alpha / (K - 1); none before ``min_clusters``."""
-        t = self.seen
-        if t < max(self.min_clusters, 2):
-            return np.full(self._sum.shape, -np.inf)
-        mean = self._sum / t
-        variance = np.maximum(self._differences2 - self._sum ** 2 / t, 0.0) / (t - 1)
-        level, rho2 = self.alpha / (len(self.names) - 1), self._rho2
-        radius = np.sqrt(variance) * math.sqrt(2 * (t * rho2 + 1) / (t * t * rho2)
-                                               * math.log(math.sqrt(t * rho2 + 1) / level))
-        return mean - radius
+        return self._sum / max(self.seen, 1) - self._radii()

@@ -70,6 +70,20 @@ def test_the_asymptotic_sequence_drops_far_earlier_and_still_keeps_the_best():
     assert gone.clusters == 10 and 0 < gone.evidence < gone.difference
 
 
+def test_survivors_within_the_margin_of_each_other_are_a_tie():
+    rng = np.random.default_rng(3)
+    race = Race(["a", "b", "c"], clusters=200, test="asymptotic")
+    base = rng.uniform(0.3, 0.7, 200)
+    ties = []
+    for j in range(200):
+        race.observe({"a": base[j] + rng.normal(0, 0.01), "b": base[j] + rng.normal(0, 0.01),
+                      "c": base[j] + 0.002 + rng.normal(0, 0.01)})
+        ties.append(race.tied(0.02))
+    assert not any(ties[:9])  # no bound before min_clusters
+    assert ties[-1] and race.alive == ["a", "b", "c"]  # equal within 0.02: nothing dropped, a tie
+    assert not race.tied(0.0001)  # not within a margin smaller than what the data can show
+
+
 def test_a_race_needs_two_configurations_and_a_level():
     with pytest.raises(ValueError, match="at least two distinct"):
         Race(["knn"], clusters=10)
