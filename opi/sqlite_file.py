@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -118,7 +119,7 @@ class SQLiteFile:
         try:
             db = self._connect()
             self.refuse_foreign(db)
-            db.execute("PRAGMA journal_mode=WAL")
+            write_ahead(db)
             for statement in self.statements():
                 db.execute(statement)
             status = self.path.stat()
@@ -200,6 +201,22 @@ class SQLiteFile:
         if connection is not None:
             self._local.connection = None
             connection.close()
+
+
+def write_ahead(db: sqlite3.Connection, patience: float = 60.0) -> None:
+    """The WAL journal. SQLite answers "database is locked" at once, without its busy handler, while another
+    process is setting the journal of the same new file up: asked again for up to ``patience`` seconds (two
+    processes creating one store at once failed one time in ten without it)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except StoreFault as fault:
+            locked = isinstance(fault.__cause__, sqlite3.OperationalError) and "locked" in str(fault.__cause__)
+            if not locked or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def foreign(found: dict[str, list[str]], wanted: dict[str, list[str]]) -> str | None:

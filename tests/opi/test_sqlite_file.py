@@ -77,3 +77,30 @@ def test_a_damaged_file_is_refused_in_one_line_and_left_where_it_was(tmp_path):
     assert str(refused.value) == (f"the test store {path}: it is damaged (file is not a database): move it away or "
                                   "delete it (a new one is made)")
     assert path.read_bytes() == b"not sqlite at all " * 300  # not removed: this process did not create it
+
+
+def test_the_journal_is_asked_again_while_another_process_sets_a_new_file_up():
+    import sqlite3
+
+    import pytest
+
+    from opi.sqlite_file import StoreFault, write_ahead
+
+    class Answers:  # a connection whose journal pragma is refused as SQLite refuses it, then accepted
+        def __init__(self, refusals, error="database is locked"):
+            self.refusals, self.error, self.asked = refusals, error, 0
+
+        def execute(self, statement):
+            self.asked += 1
+            if self.asked <= self.refusals:
+                raise StoreFault("the store: it is busy") from sqlite3.OperationalError(self.error)
+
+    locked = Answers(refusals=3)
+    write_ahead(locked)
+    assert locked.asked == 4
+    with pytest.raises(StoreFault):  # another problem is not waited out
+        write_ahead(Answers(refusals=1, error="disk I/O error"))
+    forever = Answers(refusals=10**6)
+    with pytest.raises(StoreFault):
+        write_ahead(forever, patience=0.2)
+    assert 2 <= forever.asked <= 10
