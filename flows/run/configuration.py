@@ -19,7 +19,7 @@ from flows.orchestration.server import run_flow
 from flows.orchestration.tasks import STAGES, RegisteredModel
 from flows.orchestration.work import RunWork
 from flows.run.data import Data, load_data, training_for, training_key
-from flows.run.identity import describe, effective_settings
+from flows.run.identity import describe, effective_settings, live_stores
 from flows.run.pipeline import run_stages
 from flows.tracking.registry import resolve_registered
 from flows.tracking.runs import flatten
@@ -66,7 +66,7 @@ def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel |
             return from_kept(config, kept, started)
         result, counts = run_stages(config, data, registered)
         # replies that were no answer are asked again by the next run; a vector store is asked again every run
-        if not unanswered(result.metrics) and not any(member.live for member in config.members().values()):
+        if not unanswered(result.metrics) and not live_stores(config):
             keep(cache_dir, key, result)
     log.info("%s: %d of %d stage results reused from the cache", describe(config).name, counts["cache_hits"],
              result.stages)

@@ -53,6 +53,11 @@ def describe(config: OPIConfig) -> Identity:
                     next(iter(classifier_names(config)), None), bound)
 
 
+def live_stores(config: OPIConfig) -> list:
+    """The configuration's members that ask a live service for their rankings (``retriever=vectorstore``)."""
+    return [member for member in config.members().values() if member.live]
+
+
 def own_embedding(config: OPIConfig, component: Any) -> EmbeddingConfig:
     """The embedding model ``component`` uses: its own ``embedding`` settings over the run's ``embedding``."""
     return resolved(config.embedding, getattr(component, "embedding", None))

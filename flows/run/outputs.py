@@ -10,7 +10,7 @@ from typing import Callable
 
 from hydra.core.hydra_config import HydraConfig
 
-from flows.run.identity import component_embeddings, describe, effective_settings
+from flows.run.identity import component_embeddings, describe, effective_settings, live_stores
 from flows.run.redaction import scrub_files
 from flows.tracking.runs import METRICS_FILE, log_run, metrics_json
 from flows.tracking.traces import TraceContext, TraceCount, write_traces
@@ -49,7 +49,7 @@ def embedding_tags(config: OPIConfig) -> dict[str, str]:
 
 def store_tags(config: OPIConfig) -> dict[str, str]:
     """The vector store a configuration evaluated (``retriever=vectorstore``): where, and its server's version."""
-    live = [member for member in config.members().values() if member.live]
+    live = live_stores(config)
     return {"opi.vectorstore": live[0].where, "opi.vectorstore.server": live[0].client().version()} if live else {}
 
 

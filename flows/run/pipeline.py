@@ -18,9 +18,8 @@ from flows.orchestration.results import Answers
 from flows.orchestration.stage import Stage
 from flows.orchestration.tasks import RegisteredModel
 from flows.run.data import Data
-from flows.run.identity import own_embedding
-from flows.run.stages import (Results, Scores, chunked_articles, live_store, relation_stages, retrieve, scored,
-                              store_documents)
+from flows.run.identity import live_stores, own_embedding
+from flows.run.stages import Results, Scores, chunked_articles, relation_stages, retrieve, scored, store_documents
 from opi.llm.faults import LLMError
 from opi.retrieval import sentence_texts
 from opi.schemas import OPIConfig
@@ -61,7 +60,7 @@ def generate(config: OPIConfig, data: Data, results: Results, calls: StageCalls)
 
 
 PIPELINE: tuple[Step, ...] = (
-    Step("store", store_documents, when=lambda config: live_store(config) is not None),
+    Step("store", store_documents, when=lambda config: bool(live_stores(config))),
     Step("articles", chunked_articles),
     Step("retrieval", retrieve),
     Step("sentences", sentences),

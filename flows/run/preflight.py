@@ -20,7 +20,7 @@ from flows.orchestration.server import ensure_api
 from flows.run.config import check_combination_settings, refuse_secrets, typed, unused_combination_settings
 from flows.run.data import Data, load_data, training_for
 from flows.base.errors import EXIT_USER_ERROR, CommandError, composed, run_or_explain
-from flows.run.identity import component_embeddings, own_embedding
+from flows.run.identity import component_embeddings, live_stores, own_embedding
 from flows.base.progress import planned_sweep, start_sweep
 from hydra_plugins.opi_sweeper import expand, forget_composed, keep_composed
 from flows.base.store_checks import check_stores, note_sweep_folder
@@ -70,7 +70,7 @@ def check_vector_store(config: OPIConfig) -> None:
     """A vector store member (``retriever=vectorstore``) reachable, holding its collection, with vectors of its
     query embedding's dimension, before any example (one line otherwise); what it holds said once. One store a
     configuration: its documents are the configuration's chunks."""
-    live = [member for member in config.members().values() if member.live]
+    live = live_stores(config)
     if not live:
         return
     if len({(m.backend, m.url, m.path, m.collection) for m in live}) > 1:

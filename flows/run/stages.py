@@ -15,7 +15,7 @@ from flows.orchestration.cache import HashedDict, StageCalls, hashed
 from flows.orchestration.results import Answers, Quality
 from flows.orchestration.tasks import RegisteredModel, StageContext
 from flows.run.data import Data, training_for
-from flows.run.identity import describe, own_embedding
+from flows.run.identity import describe, live_stores, own_embedding
 from flows.run.preflight import notice_once
 from opi.articles import Article, StoreArticles, corpus_view
 from opi.classify import training_warnings
@@ -106,14 +106,9 @@ def corpus_of(articles: HashedDict) -> HashedDict:
     return corpus
 
 
-def live_store(config: OPIConfig):
-    """The configuration's vector store member (``retriever=vectorstore``), None without."""
-    return next((member for member in config.members().values() if member.live), None)
-
-
 def store_documents(config: OPIConfig, data: Data, results: Results, calls: StageCalls) -> StoreArticles:
     """The store's documents located in the articles (they are the configuration's chunks); those in none said."""
-    member = live_store(config)
+    (member,) = live_stores(config)  # one a configuration (preflight.check_vector_store)
     located = calls.call(tasks.store_articles, member, data.contexts, config.sentences.language)
     if located.not_found:
         notice_once(f"{located.not_found} of the {located.documents} documents of the {member.where} are in none of "

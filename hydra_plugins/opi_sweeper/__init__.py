@@ -128,7 +128,8 @@ class ComposeOnceSweeper(Sweeper):
     def check(self, batch: list[list[str]]) -> None:
         for overrides in batch:
             try:
-                self.loader.checked[tuple(overrides)] = composed_before(self.config, overrides) or \
+                composed = composed_before(self.config, overrides)
+                self.loader.checked[tuple(overrides)] = composed if composed is not None else \
                     self.loader.loader.load_sweep_config(self.config, list(overrides))
             except HydraException as err:  # a mistyped value in a sweep: exit 2, as every other user error
                 log.error("cannot compose the configuration %s: %s", " ".join(overrides), err)

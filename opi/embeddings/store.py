@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -66,22 +66,15 @@ class EmbeddingStore(SQLiteFile):
     def get(self, model: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored raw vectors of ``texts`` under ``model`` (float32), by text; absent or unusable ones (another
         length than the model's, all zeros, not finite) left out, and counted."""
-        keys = {text_key(t): t for t in dict.fromkeys(texts)}
         found: dict[str, np.ndarray] = {}
-        db = self.connection()
         length = self.length(model)
         unusable = 0
-        wanted = list(keys)
-        for start in range(0, len(wanted), BATCH):
-            part = wanted[start:start + BATCH]
-            rows = db.execute(f"SELECT text, vector FROM vectors WHERE model = ? AND text IN "
-                              f"({','.join('?' * len(part))})", (model, *part)).fetchall()
-            for key, blob in rows:
-                vector = _vector(blob)
-                if vector is None or (length is not None and len(vector) != length):
-                    unusable += 1
-                else:
-                    found[keys[bytes(key)]] = vector
+        for text, blob in self._kept("SELECT text, vector FROM vectors WHERE model = ?", model, texts):
+            vector = _vector(blob)
+            if vector is None or (length is not None and len(vector) != length):
+                unusable += 1
+            else:
+                found[text] = vector
         if unusable:
             self.said_unusable(unusable)
         return found
@@ -114,20 +107,23 @@ class EmbeddingStore(SQLiteFile):
     def sentence_spans(self, segmenter: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """The kept (start, end) sentence spans of ``texts`` under ``segmenter``, an (n, 2) int64 array by text;
         an entry that cannot be spans of its text (cut short, out of the text, not in order) is left out."""
-        keys = {text_key(t): t for t in dict.fromkeys(texts)}
         found: dict[str, np.ndarray] = {}
-        wanted = list(keys)
+        for text, blob in self._kept("SELECT text, spans FROM sentences WHERE segmenter = ?", segmenter, texts):
+            spans = _spans(blob, len(text))
+            if spans is not None:
+                found[text] = spans
+        return found
+
+    def _kept(self, query: str, scope: str, texts: Sequence[str]) -> Iterator[tuple[str, Any]]:
+        """(text, stored value) of each of ``texts`` that ``query`` (selecting the text's key and a value, scoped
+        by one parameter) finds, asked ``BATCH`` texts at a time."""
+        keys = {text_key(t): t for t in dict.fromkeys(texts)}
+        wanted, db = list(keys), self.connection()
         for start in range(0, len(wanted), BATCH):
             part = wanted[start:start + BATCH]
-            rows = self.connection().execute(
-                f"SELECT text, spans FROM sentences WHERE segmenter = ? AND text IN ({','.join('?' * len(part))})",
-                (segmenter, *part)).fetchall()
-            for key, blob in rows:
-                text = keys[bytes(key)]
-                spans = _spans(blob, len(text))
-                if spans is not None:
-                    found[text] = spans
-        return found
+            for key, value in db.execute(f"{query} AND text IN ({','.join('?' * len(part))})",
+                                         (scope, *part)).fetchall():
+                yield keys[bytes(key)], value
 
     def put_sentence_spans(self, segmenter: str, spans: Iterable[tuple[str, np.ndarray]]) -> None:
         rows = [(segmenter, text_key(t), np.ascontiguousarray(s, dtype=np.int64).tobytes()) for t, s in spans]

@@ -15,7 +15,6 @@ collection (``VectorStoreUnavailable``: one line).
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 from urllib.parse import urlparse
@@ -81,13 +80,6 @@ class VectorStoreRetriever(Retriever):
     def documents(self) -> list[tuple[str, str]]:
         """Every document of the collection as (id, text)."""
         return self.client().documents()
-
-    def state(self) -> str:
-        """The collection's content as its ids and texts name it: a checksum."""
-        digest = hashlib.sha256()
-        for source, text in self.documents():
-            digest.update(f"{source}\x00{text}\x01".encode("utf-8", "surrogatepass"))
-        return digest.hexdigest()[:16]
 
     def rank(self, questions: list[str], chunks: list[Chunk], depth: int) -> list[Ranking]:
         place = {c.source: i for i, c in enumerate(chunks) if c.source is not None}
