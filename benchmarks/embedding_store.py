@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from embedded_texts import embedded_texts
+
 
 def opi_eval(folder: Path, overrides: list[str]) -> float:
     command = [sys.executable, "-m", "flows.cli.evaluate", "experiment=paper_grid_bounds",
@@ -49,31 +51,6 @@ def stored(folder: Path) -> int:
         return db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
 
 
-def distinct_texts(folder: Path) -> list[str]:
-    """What the grid embeds: chunks and sentences of every article, questions, gold and generated answers."""
-    import mlflow
-    import pandas as pd
-
-    from flows.run.config import compose_config, typed
-    from flows.run.data import load_data
-    from opi.articles import prepare_articles
-
-    config = typed(compose_config(["experiment=paper_grid_bounds"]))
-    data = load_data(config)
-    chunking = config.chunking
-    articles = prepare_articles(list(data.contexts), chunking.size, chunking.overlap, chunking.length,
-                                config.sentences.language)
-    texts = {e.question for e in data.examples} | {e.answer for e in data.examples}
-    for article in articles.values():
-        texts |= {c.text for c in article.chunks} | {s.text for s in article.sentences}
-    client = mlflow.MlflowClient(f"sqlite:///{folder}/mlruns/mlflow.db")
-    experiment = client.get_experiment_by_name("opi")
-    for run in client.search_runs([experiment.experiment_id], "tags.`opi.role` = 'configuration'"):
-        rows = pd.read_parquet(client.download_artifacts(run.info.run_id, "predictions.parquet", str(folder / "p")))
-        texts |= {a for a in rows["generated_answer"] if isinstance(a, str)}
-    return sorted(texts)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--report-out", type=Path, help="copy the first command's sweep report here")
@@ -92,10 +69,12 @@ def main() -> None:
             work = embedding_work(folder, since)
             print(f"{label}: {seconds[-1]:.1f} s, {work['runs']} runs; texts computed {work['computed']:.0f}, read "
                   f"from the store {work['from_store']:.0f}; store now holds {stored(folder)} vectors", flush=True)
+            if number == 0:  # what the first command embedded, before the others add to the store
+                texts = embedded_texts(folder, ["experiment=paper_grid_bounds", *args.overrides],
+                                       folder / "embeddings.sqlite").texts
             if number == 0 and args.report_out:
                 report = next(folder.glob("mlruns/artifacts/**/report/report.md")).parent
                 shutil.copytree(report, args.report_out, dirs_exist_ok=True)
-        texts = distinct_texts(folder)
         from opi.embeddings import SentenceEmbedder
 
         embedder = SentenceEmbedder()

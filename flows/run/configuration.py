@@ -63,7 +63,7 @@ def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel |
         data, registered, key = not_kept or lookup(config)
         kept = None if not_kept else read_kept(cache_dir, key)
         if kept is not None:
-            return from_kept(config, kept, started)
+            return from_kept(config, kept, started, key)
         result, counts = run_stages(config, data, registered)
         # replies that were no answer are asked again by the next run; a vector store is asked again every run
         if not unanswered(result.metrics) and not live_stores(config):
@@ -71,7 +71,7 @@ def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel |
     log.info("%s: %d of %d stage results reused from the cache", describe(config).name, counts["cache_hits"],
              result.stages)
     return as_returned(result, {**counts, **{name: counts.get(name, 0.0) + value
-                                             for name, value in here.counts.items()}})
+                                             for name, value in here.counts.items()}}, key)
 
 
 def lookup(config: OPIConfig) -> tuple[Data, RegisteredModel | None, str]:
@@ -81,17 +81,18 @@ def lookup(config: OPIConfig) -> tuple[Data, RegisteredModel | None, str]:
     return data, registered, configuration_key(config, data, registered)
 
 
-def from_kept(config: OPIConfig, kept: Any, started: float) -> dict[str, Any]:
+def from_kept(config: OPIConfig, kept: Any, started: float, key: str) -> dict[str, Any]:
     """A configuration's result as kept whole: one read, nothing computed."""
     log.info("%s: %d of %d stage results reused from the cache (the configuration's whole result, one read)",
              describe(config).name, kept.stages, kept.stages)
     return as_returned(kept, {**RunWork().metrics(), "cache_hits": kept.stages, "cache_misses": 0,
-                              "seconds_lookup": time.perf_counter() - started})
+                              "seconds_lookup": time.perf_counter() - started}, key)
 
 
-def as_returned(result: Any, counts: dict[str, float]) -> dict[str, Any]:
+def as_returned(result: Any, counts: dict[str, float], key: str) -> dict[str, Any]:
+    """``key``: the result's ``configuration_key`` (what its run's traces are matched on)."""
     return {"metrics": {**result.metrics, **counts}, "predictions": result.predictions,
-            "per_relation": result.per_relation, "traces": result.traces}
+            "per_relation": result.per_relation, "traces": result.traces, "key": key}
 
 
 def unanswered(metrics: dict[str, float]) -> float:
@@ -111,7 +112,7 @@ def evaluate(config: OPIConfig) -> dict[str, Any]:
         started, found = time.perf_counter(), lookup(config)
         kept = read_kept(config.paths.cache_dir, found[2])
         if kept is not None:
-            return from_kept(config, kept, started)
+            return from_kept(config, kept, started, found[2])
         not_kept = found  # the flow computes it without looking the key up again
     from prefect import flow
 

@@ -98,6 +98,7 @@ def trace_writer(config: OPIConfig, result: dict) -> Callable[[str, str], TraceC
             classifier_source, ("HUMAN", "dataset labels") if config.relations.gold == "labels" else classifier_source,
             ("LLM_JUDGE", config.llm.model or config.llm.name), config.metrics.similarity.model, k,
             not result["metrics"].get("cache_misses"))
-        return write_traces(config.tracking.tracking_uri, context, rows, result["traces"], ids)
+        return write_traces(config.tracking.tracking_uri, context, rows, result["traces"], ids,
+                            None if live_stores(config) else result.get("key"))
 
     return write

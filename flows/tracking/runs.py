@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from mlflow.entities import Metric, Param
+from mlflow.entities import Metric, Param, RunTag
 from omegaconf import OmegaConf
 
 from flows.tracking.owners import this_process
@@ -100,7 +100,8 @@ def log_run(tracking: TrackingConfig, run_name: str, settings: dict[str, Any], m
         if traces is not None:
             count = traces(experiment_id, run.info.run_id)
             client.log_batch(run.info.run_id, metrics=[Metric(k, v, int(time.time() * 1000), 0)
-                                                       for k, v in count.metrics().items()])
+                                                       for k, v in count.metrics().items()],
+                             tags=[RunTag(k, v) for k, v in count.tags().items()])
             if count.failed:
                 log.warning("%s: %d of %d traces could not be written to %s (its metrics and predictions are "
                             "logged)", run_name, count.failed, count.expected, redact_url(tracking.tracking_uri))

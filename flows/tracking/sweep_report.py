@@ -12,9 +12,10 @@ from pathlib import Path
 import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Param
+from prefect.utilities.hashing import hash_objects
 
 from flows.orchestration import tasks
-from flows.orchestration.cache import cached, hashed
+from flows.orchestration.cache import cached, hashed, keep, read_kept
 from flows.orchestration.prefect_adapter import was_cached
 from flows.tracking.notes import NOTE, Placed, fixed_line, limited, placement_notes, ranking_table, shown_metric
 from flows.tracking.store import existing_store
@@ -187,16 +188,23 @@ def configuration(run, name: str, predictions: pd.DataFrame) -> Configuration:
 
 
 def built_report(configurations: list[Configuration], relations: list[str], settings: ReportSettings,
-                 cache_dir: str | None) -> SweepReport:
-    """The report; with ``cache_dir``, one of the same predictions and settings (a re-run sweep) is read back."""
+                 cache_dir: str | None) -> tuple[SweepReport, dict[str, bytes] | None]:
+    """The report and its figures; with ``cache_dir``, those of the same predictions and settings (a re-run sweep)
+    are read back: drawing the figures costs a warm sweep ~1 s (pyplot's import, then rendering)."""
     if cache_dir is None:
-        return build_report(configurations, relations, settings)
-    stage = tasks.sweep_report
-    state = cached(stage.task, cache_dir)(hashed(configurations), relations, settings, code=stage.code(),
-                                          return_state=True)
+        return build_report(configurations, relations, settings), None
+    stage, inputs = tasks.sweep_report, hashed(configurations)
+    state = cached(stage.task, cache_dir)(inputs, relations, settings, code=stage.code(), return_state=True)
     if was_cached(state):
         log.info("sweep report: tables and tests of these predictions reused from the cache")
-    return state.result().value
+    report = state.result().value
+    key = "report-figures-" + hash_objects(inputs.content_hash, relations, settings, stage.code(),
+                                           raise_on_failure=True)
+    figures = read_kept(cache_dir, key)
+    if figures is None:
+        figures = report.figures()
+        keep(cache_dir, key, figures)
+    return report, figures
 
 
 def ranking_of_report(report: SweepReport, ids: dict[str, str]) -> list[Placed]:
@@ -225,12 +233,12 @@ def log_sweep_report(client: MlflowClient, parent_run_id: str, settings: ReportS
     if not configurations:
         log.warning("sweep %s: no child run has predictions, no report", parent_run_id)
         return None
-    report = built_report(configurations, relations, settings, cache_dir)
+    report, figures = built_report(configurations, relations, settings, cache_dir)
     with tempfile.TemporaryDirectory() as folder:
-        report.write(folder)
+        report.write(folder, figures)
         client.log_artifacts(parent_run_id, folder, "report")
         if out is not None:
-            report.write(out)
+            report.write(out, figures)
     client.log_metric(parent_run_id, f"best_{report.rank_by}", float(report.best[report.rank_by]))
     names, _ = name_children(client, runs)
     describe_report(client, parent_run_id, report, names)

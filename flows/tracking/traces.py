@@ -14,29 +14,44 @@ assessments could not be written is deleted and written again); a run's few trac
 more through MLflow's asynchronous writer with one worker on SQLite (more only contend for its one writer; 4 on a
 server), its queue flushed every ``BATCH`` traces (a full queue drops traces); then the run's traces are counted
 in the store and any example missing is written again. What still fails is counted (``traces_failed``) and said in
-one line; it never fails the run."""
+one line; it never fails the run.
+
+A configuration read whole from the cache has the same traces as the run that computed it (same result, examples,
+names and trace code: ``traces_key``). Its run links that run's traces (MLflow's ``link_traces_to_run``: they are
+listed in its Traces tab, each still naming the run that wrote it) instead of writing them again, which costs
+~1.6 s a configuration on SQLite; ``traces_linked`` and the tag ``opi.traces.from_run`` say so. With no such run
+whole in the experiment (deleted, or another store), they are written.""" 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
+
 from opi.metrics.names import BERTSIM
 
 log = logging.getLogger("opi")
 BATCH = 100  # traces queued before a flush: each is ~5 export tasks, within MLflow's queue of 1,000
 ATTEMPTS = 3  # writes of an example whose trace did not reach the store
 EXAMPLE_TAG = "opi.example_id"
+KEY_TAG = "opi.traces.key"  # of every run whose traces are whole in the store: what they show (``traces_key``)
+FROM_TAG = "opi.traces.from_run"  # of a run that linked another run's traces
+LINKS_PER_CALL = 100  # MLflow's limit for one link_traces_to_run
 
 
 @dataclass(frozen=True)
 class TraceCount:
     expected: int
-    written: int
+    written: int  # in the store for this run: written by it, or linked
+    linked_from: str | None = None  # the run whose traces were linked
+    key: str | None = None  # ``traces_key``
 
     @property
     def failed(self) -> int:
@@ -44,7 +59,11 @@ class TraceCount:
 
     def metrics(self) -> dict[str, float]:
         return {"traces_expected": float(self.expected), "traces_written": float(self.written),
-                "traces_failed": float(self.failed)}
+                "traces_failed": float(self.failed), "traces_linked": float(self.written if self.linked_from else 0)}
+
+    def tags(self) -> dict[str, str]:
+        whole = self.key is not None and not self.failed
+        return {**({KEY_TAG: self.key} if whole else {}), **({FROM_TAG: self.linked_from} if self.linked_from else {})}
 
 
 @dataclass(frozen=True)
@@ -228,13 +247,50 @@ def write_batch(client, context: TraceContext, by_id: pd.DataFrame, records: dic
             client.delete_traces(context.experiment_id, trace_ids=[trace_id])
 
 
+def traces_key(result_key: str | None, context: TraceContext, ids: Sequence[str]) -> str | None:
+    """What a run's traces show: the configuration's result (its cache key), the examples traced, the names and
+    sources every trace carries, and this module's code; None without a result key (nothing to match)."""
+    if result_key is None:
+        return None
+    shared = {name: value for name, value in vars(context).items()
+              if name not in ("experiment_id", "run_id", "result_from_cache")}
+    what = json.dumps([result_key, list(ids), shared, Path(__file__).read_text()], sort_keys=True, default=str)
+    return "traces-" + hashlib.sha256(what.encode()).hexdigest()[:32]
+
+
+def link_earlier(client, context: TraceContext, key: str, ids: Sequence[str]) -> TraceCount | None:
+    """The traces of the latest other run in the experiment with the same ``traces_key`` and every trace in the
+    store, linked to this run; None when there is no such run."""
+    runs = client.search_runs([context.experiment_id], f"tags.`{KEY_TAG}` = '{key}'",
+                              order_by=["attributes.start_time DESC"], max_results=5)
+    for run in runs:
+        if run.info.run_id == context.run_id:
+            continue
+        found = traces_by_example(client, context.experiment_id, run.info.run_id)
+        if all(i in found for i in ids):
+            trace_ids = [found[i] for i in ids]
+            for start in range(0, len(trace_ids), LINKS_PER_CALL):
+                client.link_traces_to_run(trace_ids[start:start + LINKS_PER_CALL], context.run_id)
+            return TraceCount(len(ids), len(ids), run.info.run_id, key)
+    return None
+
+
 def write_traces(tracking_uri: str, context: TraceContext, rows: pd.DataFrame, records: dict[str, dict],
-                 ids: Sequence[str]) -> TraceCount:
-    """One trace per example of ``ids``, checked in the store and written again where missing; never raises."""
+                 ids: Sequence[str], result_key: str | None = None) -> TraceCount:
+    """One trace per example of ``ids``, checked in the store and written again where missing; never raises. A
+    result read whole from the cache (``result_key`` given) links an earlier run's same traces when there is one."""
     from mlflow import MlflowClient
 
     ids, client = list(dict.fromkeys(ids)), MlflowClient(tracking_uri)
     pending, by_id = list(ids), rows.set_index("id", drop=False)
+    key = traces_key(result_key, context, ids)
+    if key is not None and context.result_from_cache:
+        try:
+            linked = link_earlier(client, context, key, ids)
+            if linked is not None:
+                return linked
+        except Exception as err:  # the traces are written instead
+            log.debug("%s: no earlier traces linked (%s: %s)", context.configuration, type(err).__name__, err)
     try:
         configure(tracking_uri, asynchronous=len(ids) > BATCH)
         for _ in range(ATTEMPTS):
@@ -250,4 +306,4 @@ def write_traces(tracking_uri: str, context: TraceContext, rows: pd.DataFrame, r
             pending = [i for i in ids if i not in traced_examples(tracking_uri, context.experiment_id, context.run_id)]
         except Exception:
             pass
-    return TraceCount(len(ids), len(ids) - len(pending))
+    return TraceCount(len(ids), len(ids) - len(pending), key=key)

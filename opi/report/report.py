@@ -48,7 +48,8 @@ class SweepReport:
                                                   self.rank_by)
         return images
 
-    def write(self, folder: str | Path) -> list[Path]:
+    def write(self, folder: str | Path, images: dict[str, bytes] | None = None) -> list[Path]:
+        """Tables, figures (``images``: ``figures()`` drawn before), report.md and report.html in ``folder``."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         paths = []
@@ -57,7 +58,7 @@ class SweepReport:
                 continue
             paths.append(folder / f"{name}.csv")
             table.to_csv(paths[-1], index=name.startswith("relation_"))
-        images = self.figures()
+        images = self.figures() if images is None else images
         for name, image in images.items():
             paths.append(folder / name)
             paths[-1].write_bytes(image)

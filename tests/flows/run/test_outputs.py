@@ -178,12 +178,23 @@ def test_each_component_that_embeds_is_tagged_with_its_model_and_the_yardstick_t
 
 def traced_context(monkeypatch, cfg, done) -> tuple:
     """What ``trace_writer``'s writer passes on to ``write_traces``: (uri, context, rows, traces, ids)."""
+    return passed(monkeypatch, cfg, done)[:5]
+
+
+def passed(monkeypatch, cfg, done) -> tuple:
     calls = []
     monkeypatch.setattr(outputs, "write_traces", lambda *args: calls.append(args) or "count")
     write = trace_writer(cfg, done)
     assert write("7", "run-1") == "count"
     (call,) = calls
     return call
+
+
+def test_traces_are_matched_on_the_result_s_key_except_a_vector_store_s(monkeypatch):
+    done = {**result(n=2), "key": "configuration-abc"}
+    assert passed(monkeypatch, config(), done)[5] == "configuration-abc"
+    assert passed(monkeypatch, config("retriever=vectorstore", "retriever.path=/tmp/x", "retriever.collection=c"),
+                  done)[5] is None  # a store's content can change between runs: its traces are always written
 
 
 def test_no_trace_writer_without_traces_or_without_rows():

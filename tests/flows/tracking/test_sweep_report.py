@@ -114,6 +114,25 @@ def test_a_finished_sweep_shows_its_report_on_its_run_pages(finished_sweep, tmp_
     assert run.data.params["dataset.limit"] == "3" and "retriever.name" not in run.data.params  # shared, swept
 
 
+def test_a_re_run_sweep_reads_its_report_s_figures_back_instead_of_drawing_them(finished_sweep, tmp_path,
+                                                                               monkeypatch):
+    from flows.tracking.sweep_report import built_report
+    from opi.report import SweepReport
+
+    _, uri, parent, _ = finished_sweep
+    client = mlflow.MlflowClient(uri)
+    found = sweep_configurations(client, parent, ReportSettings(ReportConfig(), 1.0, 0), children(client, parent))
+    report, figures = built_report(*found, str(tmp_path / "cache"))
+    assert set(figures) == {"bars.png", "heatmap.png"} and figures == report.figures()
+    monkeypatch.setattr(SweepReport, "figures", lambda self: pytest.fail("drawn again"))
+    again, kept = built_report(*found, str(tmp_path / "cache"))
+    assert kept == figures and again.overall.equals(report.overall)
+    other = ReportSettings(ReportConfig(), 2.0, 0)  # another β: other tables, so other figures
+    with pytest.raises(pytest.fail.Exception, match="drawn again"):
+        built_report(found[0], found[1], other, str(tmp_path / "cache"))
+    assert built_report(*found, None)[1] is None  # opi-report without a cache draws them as it writes
+
+
 def test_opi_report_says_where_it_wrote(finished_sweep, tmp_path, caplog):
     from pathlib import Path
     from urllib.parse import urlparse

@@ -11,7 +11,7 @@ import mlflow
 import pandas as pd
 import pytest
 
-from flows.tracking.traces import TraceContext, write_traces
+from flows.tracking.traces import TraceContext, traces_key, write_traces
 from tests.helpers.cli import cli_command, cli_environment, run_cli, start_cli, wait_for
 
 EXAMPLES = 5
@@ -103,6 +103,42 @@ def test_a_configuration_read_whole_from_the_cache_gets_its_traces_too(traced_sw
     first_traces = traces_of(uri, first)
     for example_id, trace in traces.items():
         assert span(trace, "RETRIEVER").outputs == span(first_traces[example_id], "RETRIEVER").outputs
+
+
+def test_a_cached_configuration_links_the_traces_of_the_run_that_computed_it(traced_sweep):
+    folder, uri = traced_sweep
+    same = ("flows.cli.evaluate", folder, "setup=knn", f"dataset.limit={EXAMPLES}", "classifier.folds=2",
+            "tracking.traces=all")
+    run_cli(*same)
+    first, again = configuration_runs(uri)[0], configuration_runs(uri)[-1]
+    assert again.data.tags["opi.traces.from_run"] == first.info.run_id
+    assert again.data.tags["opi.traces.key"] == first.data.tags["opi.traces.key"]
+    assert again.data.metrics["traces_linked"] == again.data.metrics["traces_written"] == EXAMPLES
+    assert first.data.metrics["traces_linked"] == 0
+    # the run's Traces tab lists the very traces the first run wrote: nothing written again
+    linked, written = traces_of(uri, again), traces_of(uri, first)
+    assert {i: t.info.trace_id for i, t in linked.items()} == {i: t.info.trace_id for i, t in written.items()}
+    # a trace deleted from the first run: its traces are no longer whole, so the next run writes its own
+    client = mlflow.MlflowClient(uri)
+    client.delete_traces(first.info.experiment_id, trace_ids=[next(iter(written.values())).info.trace_id])
+    client.set_tag(again.info.run_id, "opi.traces.key", "gone")  # nor may the linking run stand in for it
+    run_cli(*same)
+    latest = configuration_runs(uri)[-1]
+    assert "opi.traces.from_run" not in latest.data.tags and latest.data.metrics["traces_linked"] == 0
+    assert latest.data.metrics["traces_written"] == EXAMPLES
+    assert not {t.info.trace_id for t in traces_of(uri, latest).values()} & {t.info.trace_id for t in written.values()}
+
+
+def test_traces_are_matched_on_the_result_the_examples_and_the_names_they_carry():
+    context = TraceContext("1", "r1", "kNN | x | y", "kNN", "extractive", "local-clf", ("CODE", "local-clf"),
+                           ("HUMAN", "dataset labels"), ("LLM_JUDGE", "m"), "m", 4, False)
+    key = traces_key("configuration-a", context, ["a", "b"])
+    elsewhere = TraceContext(**{**vars(context), "experiment_id": "2", "run_id": "r2", "result_from_cache": True})
+    assert traces_key("configuration-a", elsewhere, ["a", "b"]) == key  # the same traces in another run
+    assert traces_key("configuration-b", context, ["a", "b"]) != key
+    assert traces_key("configuration-a", context, ["a"]) != key
+    assert traces_key("configuration-a", TraceContext(**{**vars(context), "k": 8}), ["a", "b"]) != key
+    assert traces_key(None, context, ["a"]) is None  # a vector store's result: never matched
 
 
 @pytest.fixture
