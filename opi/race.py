@@ -119,8 +119,21 @@ class Race:
         off_diagonal = ~np.eye(len(alive), dtype=bool)
         return bool(np.all(upper[off_diagonal] < margin))
 
-    def _radii(self) -> np.ndarray:
-        t = self.seen
+    def difference(self, first: str, second: str) -> tuple[float, float, float]:
+        """``first``'s mean minus ``second``'s over the clusters both were seen on, with its asymptotic confidence
+        sequence's bounds at this look (infinite before ``min_clusters``)."""
+        l, c = self.names.index(first), self.names.index(second)
+        seen = self.eliminated_after(first, second)
+        mean, radius = self._sum[l, c] / max(seen, 1), float(self._radii(seen)[l, c])
+        return float(mean), float(mean - radius), float(mean + radius)
+
+    def eliminated_after(self, *names: str) -> int:
+        """The clusters on which all of ``names`` were compared: until the first of them was dropped."""
+        dropped = {e.configuration: e.clusters for e in self.eliminated}
+        return min([dropped.get(name, self.seen) for name in names])
+
+    def _radii(self, seen: int | None = None) -> np.ndarray:
+        t = self.seen if seen is None else seen
         if t < max(self.min_clusters, 2):
             return np.full(self._sum.shape, np.inf)
         variance = np.maximum(self._differences2 - self._sum ** 2 / t, 0.0) / (t - 1)

@@ -59,8 +59,18 @@ class DatasetConfig:
     split_per_relation: int = 10  # bundled split=train|test: examples per relation in the balanced split
     test_fraction: float = 0.2
     group: Optional[str] = None  # a column clustering the examples for inference (default: their article)
+    # a race's part of the data (set by the race, sweep.strategy=race): the examples dealt into `rounds` rounds of
+    # whole clusters (opi.racing), rounds rounds_from..rounds_to of them
+    rounds: Optional[int] = None
+    rounds_from: int = 1
+    rounds_to: Optional[int] = None
 
     def __post_init__(self):
+        if self.rounds is not None:
+            _require(self.rounds >= 2, f"dataset.rounds must be >= 2, got {self.rounds}")
+            last = self.rounds if self.rounds_to is None else self.rounds_to
+            _require(1 <= self.rounds_from <= last <= self.rounds, "dataset.rounds_from and dataset.rounds_to must "
+                     f"be rounds 1 to {self.rounds} in order, got {self.rounds_from} and {self.rounds_to}")
         if isinstance(self.columns, dict):  # from plain data (a cache key, a test): the typed mapping
             self.columns = ColumnsConfig(**self.columns)
         _require(self.max_context_words > 0, f"dataset.max_context_words must be > 0, got {self.max_context_words}")
@@ -383,6 +393,41 @@ class PathsConfig:
     embedding_store: str = "${paths.cache_dir}/embeddings.sqlite"
 
 
+SWEEP_STRATEGIES = ("grid", "race")
+BUDGET_UNITS = ("examples", "llm_calls", "usd")
+
+
+@dataclass
+class SweepConfig:
+    strategy: str = "grid"  # grid: every configuration on every example; race: rounds, the clearly worse dropped
+
+    def __post_init__(self):
+        _require(self.strategy in SWEEP_STRATEGIES,
+                 f"sweep.strategy must be {' or '.join(SWEEP_STRATEGIES)}, got {self.strategy!r}")
+
+
+@dataclass
+class RaceConfig:
+    """A racing sweep (``sweep.strategy=race``; README "Racing")."""
+    metric: Optional[str] = None  # null: the report's headline (opi_<β> with relations, else bertsim)
+    alpha: float = 0.05  # the chance of dropping the best, over all eliminations and looks
+    margin: float = 0.01  # survivors all within this of each other: a tie, the race stops
+    budget: Optional[float] = None  # stop once this much is spent (budget_unit); null: no budget
+    budget_unit: str = "examples"  # examples (evaluated, summed over configurations) | llm_calls | usd
+    rounds: int = 10  # the data dealt into this many rounds of whole clusters
+    min_clusters: int = 10  # no elimination before this many clusters are seen
+    record: bool = False  # set by the race for the runs it logs: this job records the race's outcome
+
+    def __post_init__(self):
+        require_number("race.alpha", self.alpha, gt=0, lt=1)
+        require_number("race.margin", self.margin, ge=0)
+        _require(self.budget is None or self.budget > 0, f"race.budget must be > 0 (or null), got {self.budget}")
+        _require(self.budget_unit in BUDGET_UNITS,
+                 f"race.budget_unit must be one of {', '.join(BUDGET_UNITS)}, got {self.budget_unit!r}")
+        _require(self.rounds >= 2, f"race.rounds must be >= 2, got {self.rounds}")
+        _require(self.min_clusters >= 2, f"race.min_clusters must be >= 2, got {self.min_clusters}")
+
+
 @dataclass
 class OPIConfig:
     dataset: DatasetConfig = MISSING
@@ -402,6 +447,8 @@ class OPIConfig:
     report: ReportConfig = MISSING
     orchestration: OrchestrationConfig = MISSING
     paths: PathsConfig = field(default_factory=PathsConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    race: RaceConfig = field(default_factory=RaceConfig)
     train: Optional[TrainConfig] = None  # only opi-train-classifier composes it
     seed: int = 0
 

@@ -41,11 +41,11 @@ def result_code(config: OPIConfig) -> str:
 
 
 def configuration_key(config: OPIConfig, data: Data, registered: RegisteredModel | None) -> str:
-    """Everything a configuration's result depends on: its effective settings (not where runs are logged or how
-    tasks are scheduled), the data's content (and the classifier's training data), the registered classifier
+    """Everything a configuration's result depends on: its effective settings (not where runs are logged, how
+    tasks are scheduled or how the sweep runs), the data's content (and the classifier's training data), the registered classifier
     version and the source it runs."""
     settings = {name: value for name, value in effective_settings(config).items()
-                if name not in ("tracking", "orchestration", "paths")}
+                if name not in ("tracking", "orchestration", "paths", "sweep", "race")}
     settings["report"].pop("enabled")
     training = training_for(config, data) if config.relations.gold != "none" else None
     return "configuration-" + hash_objects(

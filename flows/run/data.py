@@ -13,6 +13,7 @@ from flows.orchestration.cache import HashedList, hashed
 from opi.classify import TrainingSet
 from opi.data import DataError, Example, LoadReport, labelled, load_examples, select
 from opi.relations import RelationSet, Triple, load_relation_set
+from opi.racing import in_rounds
 from opi.schemas import DatasetConfig, OPIConfig
 
 log = logging.getLogger("opi")
@@ -49,6 +50,9 @@ def _load_data(key: str) -> Data:
     dataset, relation_set = DatasetConfig(**settings["dataset"]), load_relation_set(settings["relations"])
     pool, report = load_examples(dataset, relation_set.labels, settings["seed"], filtered=False)  # read once
     examples = select(pool, dataset.relations, dataset.sample, dataset.limit, settings["seed"])
+    if dataset.rounds is not None:  # a race's rounds (sweep.strategy=race)
+        examples = in_rounds(examples, dataset.rounds, dataset.rounds_from, dataset.rounds_to or dataset.rounds,
+                             settings["seed"])
     log.info("%s; evaluating %d examples", report.describe(), len(examples))
     return Data(relation_set, hashed(examples), pool, report, hashed(sorted({e.context for e in pool})),
                 labelled(pool))

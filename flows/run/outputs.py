@@ -11,6 +11,7 @@ from typing import Callable
 from hydra.core.hydra_config import HydraConfig
 
 from flows.run.identity import component_embeddings, describe, effective_settings, live_stores
+from flows.run.race import race_tags
 from flows.run.redaction import scrub_files
 from flows.tracking.runs import METRICS_FILE, log_run, metrics_json
 from flows.tracking.traces import TraceContext, TraceCount, write_traces
@@ -74,7 +75,7 @@ def record(config: OPIConfig, result: dict) -> None:
         run_id = log_run(config.tracking, identity.retrieval, effective_settings(config), result["metrics"], tables,
                          {"opi.role": "configuration", "gold_relation_source": config.relations.gold,
                           **identity.tags(), **identity.description_tags(), **prompt_tags(config),
-                          **embedding_tags(config), **store_tags(config)},
+                          **embedding_tags(config), **store_tags(config), **race_tags(config)},
                          traces=trace_writer(config, result))
         log.info("MLflow run %s", run_id)
 

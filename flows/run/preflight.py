@@ -21,6 +21,7 @@ from flows.run.config import check_combination_settings, refuse_secrets, typed, 
 from flows.run.data import Data, load_data, training_for
 from flows.base.errors import EXIT_USER_ERROR, CommandError, composed, run_or_explain
 from flows.run.identity import component_embeddings, live_stores, own_embedding
+from flows.run.race import metric_problem
 from flows.base.progress import planned_sweep, start_sweep
 from hydra_plugins.opi_sweeper import expand, forget_composed, keep_composed
 from flows.base.store_checks import check_stores, note_sweep_folder
@@ -236,6 +237,7 @@ def check_jobs(config: DictConfig, loader: Any) -> None:
     except Exception:  # noqa: BLE001 - the sweeper refuses it, with its own message
         return
     forget_composed()
+    configurations = []
     for job in jobs:
         try:
             composed_job, choices = job_config(config, loader, job, keep=True)
@@ -243,10 +245,31 @@ def check_jobs(config: DictConfig, loader: Any) -> None:
             log.error("%s", composition_problem(config, loader, job, err))
             raise SystemExit(EXIT_USER_ERROR) from None
         try:
-            typed(composed_job, list(job), choices)
+            configurations.append(typed(composed_job, list(job), choices))
         except ValueError as err:
             log.error("invalid configuration: %s", err)
             raise SystemExit(EXIT_USER_ERROR) from None
+    problem = race_problem(configurations)
+    if problem:
+        log.error("%s", problem)
+        raise SystemExit(EXIT_USER_ERROR)
+
+
+def race_problem(configurations: list[OPIConfig]) -> str | None:
+    """Why the sweep's configurations cannot be raced (None: they can, or the sweep is a grid)."""
+    if not configurations or all(c.sweep.strategy == "grid" for c in configurations):
+        return None
+    contenders = [c for c in configurations if not any(m.bound for m in c.members().values())]
+    if len(contenders) < 2:
+        return (f"sweep.strategy=race needs at least two configurations to race, and this sweep has "
+                f"{len(contenders) or 'none'} (the random and oracle bounds are not raced): sweep more "
+                "(-m setup=knn,bm25,...) or leave sweep.strategy at grid")
+    first = configurations[0]
+    for name in ("sweep", "race", "dataset", "seed"):
+        if any(getattr(c, name) != getattr(first, name) for c in configurations):
+            return (f"a race compares configurations on the same examples with one set of race settings: "
+                    f"{name}{'' if name == 'seed' else '.*'} must not vary across its configurations")
+    return metric_problem(first)
 
 
 def job_config(config: DictConfig, loader: Any, job: list[str], keep: bool = False) -> tuple[DictConfig, dict]:
@@ -294,6 +317,10 @@ class Preflight(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         composed()
         refuse_secrets_before_writing(config)
+        if OmegaConf.select(config, "sweep.strategy") == "race":
+            log.error("sweep.strategy=race races the configurations of a sweep, and this is one run: add -m and "
+                      "two or more values to sweep (opi-eval -m setup=knn,bm25 sweep.strategy=race)")
+            raise SystemExit(EXIT_USER_ERROR)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         composed()

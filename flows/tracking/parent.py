@@ -17,6 +17,8 @@ from mlflow.entities import Param
 from omegaconf import DictConfig, OmegaConf
 
 from flows.base.progress import planned, ui_pointer
+from flows.run.race import read_outcome
+from flows.tracking.race_report import log_race
 from flows.tracking.runs import PARENT_ENV, run_tags
 from flows.tracking.store import open_experiment
 from flows.tracking.sweep_report import log_sweep_report, log_sweep_summary
@@ -101,6 +103,9 @@ class MultirunParentRun(Callback):
                 log.warning("sweep report failed (%s: %s); rebuild it with: opi-report --sweep %s",
                             type(err).__name__, err, parent)
                 client.set_tag(parent, "opi.report_error", f"{type(err).__name__}: {err}"[:500])
+        outcome = read_outcome(config.hydra.sweep.dir)
+        if outcome is not None:
+            log_race(client, parent, outcome)
         client.set_terminated(parent, status="FINISHED")
         run = client.get_run(parent)
         size = int(run.data.metrics.get("configurations", 0))

@@ -29,6 +29,7 @@ from opi.schemas import ReportConfig
 from opi.yardstick import mixed
 
 log = logging.getLogger("opi")
+RACE_TAG = "opi.race.outcome"
 COLUMNS = [BERTSIM, LRCR, "lrcr_calibrated", OPI_1, "opi_1_calibrated", "opi_1_mean", "opi_2", "opi_0_5",
            "cache_hits", "seconds_total"]  # *_calibrated: after opi-label answers import
 REPORT_FILES = "The whole report: `report/report.html` and `report/report.md` (this run's Artifacts)."
@@ -228,7 +229,10 @@ def log_sweep_report(client: MlflowClient, parent_run_id: str, settings: ReportS
                      cache_dir: str | None = None) -> SweepReport | None:
     """Build the report from the children's predictions, log it under ``report/`` (and copy it to ``out``), its
     verdict and ranking the runs' descriptions."""
-    runs = children(client, parent_run_id)
+    # a race's eliminated configurations ran on fewer examples: its report compares the survivors and the bounds (the
+    # race table shows the rest, flows.tracking.race_report)
+    runs = [run for run in children(client, parent_run_id)
+            if run.data.tags.get(RACE_TAG, "survivor") in ("survivor", "bound")]
     configurations, relations, settings = sweep_configurations(client, parent_run_id, settings, runs)
     if not configurations:
         log.warning("sweep %s: no child run has predictions, no report", parent_run_id)

@@ -113,17 +113,29 @@ class ComposeOnceSweeper(Sweeper):
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        self.returns, self.launched = [], 0
+        if OmegaConf.select(self.config, "sweep.strategy") == "race":
+            from flows.run.race_sweep import race  # OPI's racing strategy: rounds of these jobs
+
+            race(self, jobs)
+        else:
+            self.launch(jobs)
+        forget_composed()
+        return self.returns
+
+    def launch(self, jobs: list[list[str]]) -> list[Any]:
+        """Run ``jobs`` (in batches of ``max_batch_size``); their JobReturns."""
         size = self.max_batch_size or len(jobs) or 1
-        returns, first = [], 0
+        done = []
         for batch in (jobs[i:i + size] for i in range(0, len(jobs), size)):
             self.check(batch)
-            results = self.launcher.launch(batch, initial_job_idx=first)
+            results = self.launcher.launch(batch, initial_job_idx=self.launched)
             for result in results:
                 _ = result.return_value  # a failed job raises here, as with Hydra's basic sweeper
-            first += len(batch)
-            returns.append(results)
-        forget_composed()
-        return returns
+            self.launched += len(batch)
+            self.returns.append(results)
+            done.extend(results)
+        return done
 
     def check(self, batch: list[list[str]]) -> None:
         for overrides in batch:

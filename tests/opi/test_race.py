@@ -91,3 +91,19 @@ def test_a_race_needs_two_configurations_and_a_level():
         Race(["knn", "bm25"], clusters=10, alpha=0)
     with pytest.raises(ValueError, match="test must be one of betting, asymptotic"):
         Race(["knn", "bm25"], clusters=10, test="t-test")
+
+
+def test_a_difference_is_read_over_the_clusters_both_ran_with_its_bounds_from_min_clusters_on():
+    race = Race(["a", "b", "c"], clusters=40, alpha=0.05, test="asymptotic", min_clusters=4)
+    race.observe({"a": 0.6, "b": 0.5, "c": 0.1})
+    assert race.difference("a", "b")[0] == pytest.approx(0.1)
+    assert race.difference("a", "b")[1:] == (-math.inf, math.inf)  # no bound before min_clusters
+    for value in (0.7, 0.5, 0.6, 0.8, 0.6, 0.7, 0.5):
+        race.observe({name: v for name, v in {"a": value, "b": 0.6, "c": 0.0}.items() if name in race.alive})
+    (gone,) = race.eliminated
+    assert gone.configuration == "c" and race.eliminated_after("a", "c") == gone.clusters
+    mean, low, high = race.difference("a", "c")
+    assert low > 0 and low < mean < high  # the bound that dropped it, as it stood then
+    assert mean == pytest.approx(gone.difference)
+    mean, low, high = race.difference("a", "b")  # a - b: 0.1, 0.1, -0.1, 0, 0.2, 0, 0.1, -0.1
+    assert mean == pytest.approx(0.3 / 8) and low < 0 < high and race.eliminated_after("a", "b") == race.seen == 8

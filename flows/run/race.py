@@ -1,0 +1,277 @@
+"""A racing sweep (``sweep.strategy=race``): the sweep's configurations evaluated round by round on whole clusters
+of the data (``opi.racing``), the ones significantly worse than the leader dropped after each round (``opi.race``,
+its asymptotic test), until one is left, the survivors tie within ``race.margin``, ``race.budget`` is spent or the
+data is exhausted. Then each configuration is evaluated once more, tracked, on the rounds it ran (its LLM replies
+and vectors come from the caches the rounds filled: nothing is paid twice): those are the sweep's MLflow runs, and
+they record the race's outcome (``race.json`` in the sweep's folder, read by ``race.record`` jobs and by the
+parent run).
+
+The rounds' own jobs are launched by the sweep's launcher with tracking and the report off; their predictions are
+read from their output folders."""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+
+from opi.race import Race
+from opi.racing import RELATION_METRICS, cluster_scores, rounds_of
+from opi.schemas import OPIConfig
+
+log = logging.getLogger("opi")
+RACE_FILE = "race.json"
+ROUND_KEYS = ("dataset.rounds", "dataset.rounds_from", "dataset.rounds_to", "race.record")
+
+
+def job_key(overrides: Sequence[str]) -> str:
+    """A configuration of the sweep by its job's overrides, without those the race adds."""
+    return " ".join(o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in (*ROUND_KEYS, "tracking.enabled",
+                                                                                    "report.enabled"))
+
+
+def labels_of(jobs: Sequence[Sequence[str]]) -> list[str]:
+    """Each job's name in the race: what sets it apart from the other jobs (its overrides no other job shares)."""
+    shared = set.intersection(*(set(job) for job in jobs)) if jobs else set()
+    return [" ".join(o for o in job if o not in shared) or " ".join(job) for job in jobs]
+
+
+def race_metric(config: OPIConfig) -> str:
+    """The metric a race runs on: ``race.metric``, else the report's headline."""
+    if config.race.metric:
+        return config.race.metric
+    from opi.metrics.opi import beta_key
+
+    return beta_key(config.metrics.beta) if config.relations.gold != "none" else "bertsim"
+
+
+def metric_problem(config: OPIConfig, columns: Sequence[str] = ()) -> str | None:
+    """Why the sweep cannot race on its metric (None: it can): one it does not compute."""
+    metric = race_metric(config)
+    if metric.startswith(RELATION_METRICS) and config.relations.gold == "none":
+        return f"race.metric={metric} needs gold relations, and this sweep has none (relations.gold=none)"
+    if metric == "bertsim" or metric == "lrcr" or metric.startswith("opi_"):
+        return None
+    if metric in PER_EXAMPLE or metric.startswith(("ndcg_at_", "recall_at_")) or metric in columns:
+        return None
+    return (f"race.metric={metric} is not a per-example metric this sweep computes: choose bertsim, lrcr, "
+            f"opi_<β>, ndcg_at_<k>, recall_at_<k>, mrr or evidence_recall")
+
+
+PER_EXAMPLE = ("mrr", "evidence_recall", "answer_found", "correctness")
+
+
+@dataclass
+class Spent:
+    examples: int = 0
+    llm_calls: int = 0
+    usd: float = 0.0
+
+    def add(self, rows: int, metrics: dict[str, float]) -> None:
+        self.examples += rows
+        self.llm_calls += int(sum(v for k, v in metrics.items() if k.endswith("_http_requests")))
+        self.usd += float(metrics.get("llm_cost_usd", 0.0))
+
+    def of(self, unit: str) -> float:
+        return {"examples": self.examples, "llm_calls": self.llm_calls, "usd": self.usd}[unit]
+
+    def line(self) -> str:
+        return f"{self.examples} example evaluations, {self.llm_calls} LLM calls, ${self.usd:.2f} spent"
+
+
+@dataclass
+class Outcome:
+    """One configuration's part in the race, as its MLflow run and the parent's race table show it."""
+    label: str
+    outcome: str  # survivor | eliminated
+    rounds_run: int
+    clusters: int
+    examples: int
+    estimate: float  # its mean race metric over the clusters it ran
+    leader: str | None = None  # who it was compared with: the one that dropped it, or the leader at the end
+    difference: float | None = None  # its mean minus the leader's, with the bounds then
+    low: float | None = None
+    high: float | None = None
+    spent: dict[str, float] = field(default_factory=dict)
+
+
+class RaceRun:
+    """One race over ``jobs``; ``launch(batch)`` runs a batch of jobs (lists of overrides) and returns Hydra's
+    JobReturns."""
+
+    def __init__(self, jobs: list[list[str]], config: OPIConfig, examples: Sequence, launch: Callable,
+                 sweep_dir: Path, bounds: Sequence[int] = ()):
+        """``bounds``: the indexes of jobs that are bounds (random, oracle): reference points, not raced; each is
+        run once, tracked, on the rounds the race ran."""
+        self.config, self.launch, self.sweep_dir = config, launch, Path(sweep_dir)
+        names = labels_of(jobs)
+        self.bounds = [(job, name) for i, (job, name) in enumerate(zip(jobs, names)) if i in set(bounds)]
+        self.jobs = [job for i, job in enumerate(jobs) if i not in set(bounds)]
+        self.labels = [name for i, name in enumerate(names) if i not in set(bounds)]
+        self.metric = race_metric(config)
+        settings = config.race
+        self.plan = rounds_of(examples, settings.rounds, config.seed)
+        self.plan = [clusters for clusters in self.plan if clusters]  # fewer clusters than rounds
+        self.race = Race(self.labels, sum(map(len, self.plan)), settings.alpha, "asymptotic", settings.min_clusters)
+        self.total = {label: 0.0 for label in self.labels}
+        self.seen = {label: 0 for label in self.labels}
+        self.examples = {label: 0 for label in self.labels}
+        self.rounds_run = {label: 0 for label in self.labels}
+        self.spent, self.each = Spent(), {label: Spent() for label in self.labels}
+        self.grid_examples = len(examples) * len(self.jobs)  # the raced configurations' grid
+        self.stopped = "the data was exhausted"
+
+    def run(self) -> dict[str, Any]:
+        settings = self.config.race
+        for number, clusters in enumerate(self.plan, start=1):
+            alive = self.race.alive
+            batch = [[*self.jobs[self.labels.index(label)], *self.round_overrides(number, number)]
+                     for label in alive]
+            scores = {}
+            for label, returned in zip(alive, self.launch(batch)):
+                rows, metrics = outputs_of(returned)
+                scores[label] = cluster_scores(rows, self.metric)
+                self.each[label].add(len(rows), metrics)
+                self.spent.add(len(rows), metrics)
+                self.examples[label] += len(rows)
+                self.rounds_run[label] = number
+                self.total[label] += sum(scores[label].get(cluster, 0.0) for cluster in clusters)
+                self.seen[label] += len(clusters)
+            for cluster in clusters:
+                if len(self.race.alive) > 1:
+                    self.race.observe({label: scores[label].get(cluster, 0.0) for label in self.race.alive})
+            log.info("round %d/%d: %d examples so far, %d of %d configurations left, %s", number, len(self.plan),
+                     self.examples[alive[0]], len(self.race.alive), len(self.labels), self.spent.line())
+            if len(self.race.alive) == 1:
+                self.stopped = "one configuration was left"
+                break
+            if self.race.tied(settings.margin):
+                self.stopped = f"the survivors were within race.margin={settings.margin:g} of each other"
+                break
+            if settings.budget is not None and self.spent.of(settings.budget_unit) >= settings.budget:
+                self.stopped = f"race.budget={settings.budget:g} {settings.budget_unit} was spent"
+                break
+        return self.outcome()
+
+    def round_overrides(self, first: int, last: int) -> list[str]:
+        """A round's job: its part of the data, untracked (the race logs each configuration once, at the end)."""
+        return [f"dataset.rounds={self.config.race.rounds}", f"dataset.rounds_from={first}",
+                f"dataset.rounds_to={last}", "tracking.enabled=false", "report.enabled=false"]
+
+    def leader(self) -> str:
+        alive = self.race.alive
+        return max(alive, key=lambda label: self.total[label] / max(self.seen[label], 1))
+
+    def outcome(self) -> dict[str, Any]:
+        leader, dropped = self.leader(), {e.configuration: e for e in self.race.eliminated}
+        outcomes = {}
+        for job, label in zip(self.jobs, self.labels):
+            by = dropped[label].by if label in dropped else leader
+            difference = low = high = None
+            if by != label:
+                difference, low, high = self.race.difference(label, by)
+            outcomes[" ".join(job)] = Outcome(
+                label, "eliminated" if label in dropped else "survivor", self.rounds_run[label], self.seen[label],
+                self.examples[label], self.total[label] / max(self.seen[label], 1), by if by != label else None,
+                *(finite(v) for v in (difference, low, high)), asdict(self.each[label]))
+        last = max(self.rounds_run.values())
+        for job, label in self.bounds:
+            outcomes[" ".join(job)] = Outcome(label, "bound", last, 0, 0, float("nan"))
+        return {"metric": self.metric, "alpha": self.config.race.alpha, "margin": self.config.race.margin,
+                "rounds": len(self.plan), "clusters": self.race.clusters, "configurations": len(self.labels),
+                "stopped": self.stopped, "spent": asdict(self.spent), "grid_examples": self.grid_examples,
+                "survivors": self.race.alive, "leader": leader,
+                "eliminated": [asdict(e) for e in self.race.eliminated],
+                "jobs": {key: {**asdict(value), "estimate": finite(value.estimate)}
+                         for key, value in outcomes.items()}}
+
+    def record_jobs(self) -> list[list[str]]:
+        """Each configuration once more on the rounds it ran, tracked, recording its outcome."""
+        last = max(self.rounds_run.values())
+        ran = [*((job, self.rounds_run[label]) for job, label in zip(self.jobs, self.labels)),
+               *((job, last) for job, _ in self.bounds)]
+        return [[*job, f"dataset.rounds={self.config.race.rounds}", "dataset.rounds_from=1",
+                 f"dataset.rounds_to={rounds}", "race.record=true"] for job, rounds in ran]
+
+
+def finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def outputs_of(returned: Any) -> tuple[pd.DataFrame, dict[str, float]]:
+    """A round job's prediction rows and metrics, from its output folder."""
+    _ = returned.return_value  # a failed job raises here, as with Hydra's basic sweeper
+    folder = Path(returned.hydra_cfg.hydra.runtime.output_dir)
+    metrics = json.loads((folder / "metrics.json").read_text())
+    return pd.read_parquet(folder / "predictions.parquet"), {k: v for k, v in metrics.items() if v is not None}
+
+
+def write_outcome(sweep_dir: Path, outcome: dict[str, Any]) -> Path:
+    path = Path(sweep_dir) / RACE_FILE
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(outcome, indent=1))
+    partial.replace(path)
+    return path
+
+
+def read_outcome(sweep_dir: str | Path) -> dict[str, Any] | None:
+    path = Path(sweep_dir) / RACE_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def verdict(outcome: dict[str, Any]) -> str:
+    """The race's answer in words, with the guarantee it carries."""
+    survivors, n = outcome["survivors"], outcome["configurations"]
+    spent, grid = outcome["spent"]["examples"], outcome["grid_examples"]
+    among = (f"is {survivors[0]}" if len(survivors) == 1 else
+             f"is among the {len(survivors)} survivors: {', '.join(survivors)}")
+    return (f"Race of {n} configurations by {outcome['metric']}, stopped because {outcome['stopped']}: with about "
+            f"{1 - outcome['alpha']:.0%} confidence the best of these {n} on this data {among} (an asymptotic "
+            f"guarantee, over whole clusters; it says nothing about data unlike this). It spent {spent:,} of the "
+            f"full grid's {grid:,} example evaluations ({spent / grid:.0%}), {outcome['spent']['llm_calls']:,} LLM "
+            f"calls, ${outcome['spent']['usd']:.2f}.")
+
+
+def race_table(outcome: dict[str, Any]) -> pd.DataFrame:
+    """Survivors first (best estimate first), then the eliminated in the order they were dropped."""
+    order = {e["configuration"]: i for i, e in enumerate(outcome["eliminated"])}
+    place = {"survivor": 0, "eliminated": 1, "bound": 2}
+    rows = sorted(outcome["jobs"].values(), key=lambda o: (place[o["outcome"]], order.get(o["label"], -1),
+                                                           -(o["estimate"] or 0.0)))
+    return pd.DataFrame([{
+        "configuration": o["label"], "outcome": o["outcome"], "rounds_run": o["rounds_run"],
+        "clusters": o["clusters"], "examples": o["examples"],
+        outcome["metric"]: None if o["estimate"] is None else round(o["estimate"], 4),
+        "compared_with": o["leader"], "difference": o["difference"], "difference_low": o["low"],
+        "difference_high": o["high"], "llm_calls": o["spent"].get("llm_calls"), "usd": o["spent"].get("usd")}
+        for o in rows])
+
+
+def race_tags(config: OPIConfig) -> dict[str, str]:
+    """A race's tracked run (``race.record``): its outcome in the race, as tags (the full grid's runs have none)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not config.race.record or not HydraConfig.initialized():
+        return {}
+    hydra = HydraConfig.get()
+    outcome = read_outcome(hydra.sweep.dir)
+    mine = (outcome or {}).get("jobs", {}).get(job_key(list(hydra.overrides.task)))
+    if mine is None:
+        return {"opi.race.outcome": "unknown (no race.json entry)"}
+    spent = mine["spent"]
+    tags = {"opi.race.outcome": mine["outcome"], "opi.race.metric": outcome["metric"],
+            "opi.race.rounds_run": f"{mine['rounds_run']} of {outcome['rounds']}",
+            "opi.race.estimate": f"{mine['estimate']:.4f} over {mine['clusters']} clusters",
+            "opi.race.spent": f"{spent['examples']} example evaluations, {spent['llm_calls']} LLM calls, "
+                              f"${spent['usd']:.2f}"}
+    if mine["outcome"] == "bound":
+        return {"opi.race.outcome": "bound", "opi.race.metric": outcome["metric"],
+                "opi.race.rounds_run": f"{mine['rounds_run']} of {outcome['rounds']}"}
+    if mine["leader"] is not None:
+        bounds = ("no bound yet" if mine["low"] is None else f"[{mine['low']:+.4f}, {mine['high']:+.4f}]")
+        tags["opi.race.against"] = f"{mine['leader']}: {mine['difference']:+.4f} {bounds}"
+    return tags

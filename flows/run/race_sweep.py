@@ -1,0 +1,50 @@
+"""OPI's sweeper racing its jobs (``sweep.strategy=race``; ``flows.run.race`` runs the rounds): the race, its
+outcome written to the sweep's folder, then each configuration's tracked run on the rounds it ran."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from omegaconf import open_dict
+
+from flows.base.errors import run_or_explain
+from flows.base.progress import start_sweep
+from flows.run.config import typed
+from flows.run.data import load_data
+from flows.run.preflight import prepared
+from flows.run.race import RaceRun, verdict, write_outcome
+from opi.schemas import OPIConfig
+from hydra_plugins.opi_sweeper import composed_before
+
+log = logging.getLogger("opi")
+
+
+def race(sweeper: Any, jobs: list[list[str]]) -> None:
+    """Race ``jobs`` with ``sweeper``'s launcher (``sweeper.launch``), then launch their tracked runs."""
+    configurations = [typed_job(sweeper, job) for job in jobs]
+    config = run_or_explain(prepared, configurations[0])
+    examples = load_data(config).examples
+    sweep_dir = Path(sweeper.config.hydra.sweep.dir)
+    bounds = [i for i, c in enumerate(configurations) if any(m.bound for m in c.members().values())]
+    run = RaceRun(jobs, config, examples, sweeper.launch, sweep_dir, bounds)
+    log.info("racing %d configurations on %d examples in %d rounds of whole clusters, by %s (alpha %g)%s",
+             len(run.jobs), len(examples), len(run.plan), run.metric, config.race.alpha,
+             f"; the {len(bounds)} bound(s) run once, at the end, on the rounds the race ran" if bounds else "")
+    start_sweep(None)  # the rounds launch an unknown number of jobs: the progress lines count without a total
+    outcome = run.run()
+    write_outcome(sweep_dir, outcome)
+    log.info("%s", verdict(outcome))
+    sweeper.launch(run.record_jobs())
+
+
+def typed_job(sweeper: Any, job: list[str]) -> OPIConfig:
+    """A job's typed configuration, from the composition the preflight kept (else composed now)."""
+    composed = composed_before(sweeper.config, job)
+    if composed is None:
+        composed = sweeper.loader.loader.load_sweep_config(sweeper.config, list(job))
+    composed = composed.copy()
+    choices = dict(composed.hydra.runtime.choices)
+    with open_dict(composed):
+        composed.pop("hydra", None)
+    return typed(composed, list(job), choices)

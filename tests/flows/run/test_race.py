@@ -1,0 +1,156 @@
+"""A racing sweep's pieces: names and keys of its jobs, its metric, what cannot be raced, the rounds it runs with
+fake jobs of known scores, its verdict and table."""
+import json
+import random
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from flows.run.config import compose_config, typed
+from flows.run.preflight import race_problem
+from flows.run.race import (RaceRun, job_key, labels_of, metric_problem, race_metric, race_table, read_outcome,
+                            verdict, write_outcome)
+from opi.data import Example
+from opi.racing import rounds_of
+
+
+def config(*overrides: str):
+    return typed(compose_config(list(overrides)))
+
+
+def test_jobs_are_named_by_what_sets_them_apart_and_keyed_without_what_the_race_adds():
+    jobs = [["setup=knn", "retriever.k=4", "sweep.strategy=race"], ["setup=bm25", "retriever.k=4", "sweep.strategy=race"]]
+    assert labels_of(jobs) == ["setup=knn", "setup=bm25"]
+    assert job_key([*jobs[0], "dataset.rounds=10", "dataset.rounds_from=1", "dataset.rounds_to=3", "race.record=true",
+                    "tracking.enabled=false", "report.enabled=false"]) == " ".join(jobs[0])
+
+
+def test_the_race_metric_is_the_report_s_headline_unless_chosen():
+    assert race_metric(config()) == "opi_1"
+    assert race_metric(config("beta=opi-2")) == "opi_2"
+    assert race_metric(config("relations.gold=none")) == "bertsim"
+    assert race_metric(config("race.metric=ndcg_at_4")) == "ndcg_at_4"
+    assert metric_problem(config("race.metric=ndcg_at_4")) is None
+    assert "needs gold relations" in metric_problem(config("relations.gold=none", "race.metric=lrcr"))
+    assert "not a per-example metric" in metric_problem(config("race.metric=latency"))
+
+
+def test_what_cannot_be_raced_is_said_in_one_line():
+    race = ["sweep.strategy=race"]
+    assert race_problem([config()]) is None and race_problem([config(), config("setup=bm25")]) is None  # grids
+    assert "at least two configurations" in race_problem([config(*race)])
+    assert "dataset.* must not vary" in race_problem([config(*race), config(*race, "dataset.limit=10")])
+    assert "race.* must not vary" in race_problem([config(*race), config(*race, "race.alpha=0.1")])
+    assert "not a per-example metric" in race_problem([config(*race, "race.metric=x"),
+                                                       config(*race, "race.metric=x", "setup=bm25")])
+    assert race_problem([config(*race), config(*race, "setup=bm25")]) is None
+    with pytest.raises(ValueError, match="race.budget must be > 0"):
+        config("race.budget=0")
+
+
+def examples(clusters: int) -> list[Example]:
+    return [Example(f"c{c}-{i}", f"article {c}", "q", "a", "deductive", group=f"c{c}")
+            for c in range(clusters) for i in range(2)]
+
+
+class FakeJobs:
+    """Round jobs whose per-example similarity is known: ``truth[setup]`` plus a fixed noise of up to ``noise`` per
+    cluster; each job's rows and metrics written where a Hydra job writes them."""
+
+    def __init__(self, folder: Path, data: list[Example], truth: dict[str, float], noise: float = 0.0):
+        self.folder, self.data, self.truth, self.noise, self.batches = folder, data, truth, noise, []
+
+    def __call__(self, batch):
+        self.batches.append(batch)
+        returns = []
+        for job in batch:
+            settings = dict(o.split("=", 1) for o in job)
+            plan = rounds_of(self.data, int(settings["dataset.rounds"]), 0)
+            first, last = int(settings["dataset.rounds_from"]), int(settings["dataset.rounds_to"])
+            clusters = {c for r in plan[first - 1:last] for c in r}
+            rows = [e for e in self.data if e.cluster in clusters]
+            setup = settings["setup"]
+            value = [self.truth[setup] + random.Random(f"{setup}{e.cluster}").uniform(-self.noise, self.noise)
+                     for e in rows]
+            out = self.folder / f"{len(self.batches)}-{setup}"
+            out.mkdir()
+            pd.DataFrame({"cluster": [e.cluster for e in rows], "similarity": value, "relation": "deductive",
+                          "predicted_relation": "deductive"}).to_parquet(out / "predictions.parquet")
+            (out / "metrics.json").write_text(json.dumps({"llm_answer_http_requests": len(rows),
+                                                          "llm_cost_usd": 0.01 * len(rows)}))
+            returns.append(SimpleNamespace(return_value=0.0, hydra_cfg=OmegaConf.create(
+                {"hydra": {"runtime": {"output_dir": str(out)}}})))
+        return returns
+
+
+def test_a_race_drops_the_clearly_worse_rounds_by_round_and_records_what_each_ran(tmp_path):
+    data = examples(40)
+    fake = FakeJobs(tmp_path, data, {"knn": 0.8, "bm25": 0.79, "random": 0.2}, noise=0.1)
+    jobs = [["setup=knn"], ["setup=bm25"], ["setup=random"]]
+    cfg = config("sweep.strategy=race", "race.metric=bertsim", "race.rounds=8", "race.min_clusters=5",
+                 "race.margin=0")
+    run = RaceRun(jobs, cfg, data, fake, tmp_path)
+    outcome = run.run()
+    # round 1 (5 clusters): random, 0.6 below, is dropped; knn and bm25, 0.01 apart in noise of +-0.1, race on
+    # to the end of the data
+    assert [len(b) for b in fake.batches] == [3, 2, 2, 2, 2, 2, 2, 2]
+    assert outcome["survivors"] == ["setup=knn", "setup=bm25"] and outcome["stopped"] == "the data was exhausted"
+    assert [e["configuration"] for e in outcome["eliminated"]] == ["setup=random"]
+    random_ = outcome["jobs"]["setup=random"]
+    assert random_["outcome"] == "eliminated" and random_["low"] is not None  # dropped by the strongest evidence
+    assert random_["leader"] in ("setup=knn", "setup=bm25")
+    assert random_["difference"] == pytest.approx(-0.6, abs=0.1) and random_["high"] < 0
+    assert random_["rounds_run"] == 1 and random_["examples"] == 10 and random_["clusters"] == 5
+    assert outcome["jobs"]["setup=knn"]["examples"] == 80 and outcome["jobs"]["setup=knn"]["leader"] is None
+    assert outcome["spent"] == {"examples": 170, "llm_calls": 170, "usd": pytest.approx(1.7)}
+    assert outcome["grid_examples"] == 240
+    assert run.record_jobs()[2] == ["setup=random", "dataset.rounds=8", "dataset.rounds_from=1",
+                                    "dataset.rounds_to=1", "race.record=true"]
+    text = verdict(outcome)
+    assert "Race of 3 configurations by bertsim" in text and "among the 2 survivors: setup=knn, setup=bm25" in text
+    assert "170 of the full grid's 240 example evaluations (71%)" in text
+    table = race_table(outcome)
+    assert list(table["configuration"])[2] == "setup=random"
+    assert list(table["outcome"]) == ["survivor", "survivor", "eliminated"]
+    write_outcome(tmp_path, outcome)
+    assert read_outcome(tmp_path) == json.loads(json.dumps(outcome))
+
+
+def test_survivors_within_the_margin_are_a_tie_and_the_race_stops(tmp_path):
+    data = examples(40)
+    fake = FakeJobs(tmp_path, data, {"knn": 0.5, "bm25": 0.5}, noise=0.01)
+    outcome = RaceRun([["setup=knn"], ["setup=bm25"]], config("sweep.strategy=race", "race.metric=bertsim",
+                      "race.rounds=4", "race.margin=0.05"), data, fake, tmp_path).run()
+    assert outcome["stopped"].startswith("the survivors were within race.margin=0.05") and len(fake.batches) == 1
+
+
+def test_a_race_without_a_clear_difference_runs_until_the_data_or_the_budget_ends(tmp_path):
+    data = examples(40)
+    jobs = [["setup=knn"], ["setup=bm25"]]
+    base = ["sweep.strategy=race", "race.metric=bertsim", "race.rounds=4", "race.margin=0"]
+    outcome = RaceRun(jobs, config(*base), data, FakeJobs(tmp_path / "a", data, {"knn": 0.5, "bm25": 0.5}),
+                      tmp_path).run() if (tmp_path / "a").mkdir() is None else None
+    assert outcome["stopped"] == "the data was exhausted" and len(outcome["survivors"]) == 2
+    assert outcome["spent"]["examples"] == 160  # every example, both configurations
+    (tmp_path / "b").mkdir()
+    fake = FakeJobs(tmp_path / "b", data, {"knn": 0.5, "bm25": 0.5})
+    outcome = RaceRun(jobs, config(*base, "race.budget=50"), data, fake, tmp_path).run()
+    assert outcome["stopped"] == "race.budget=50 examples was spent" and len(fake.batches) == 2  # 40, then 80
+
+
+def test_bounds_are_not_raced_but_run_once_on_the_rounds_the_race_ran(tmp_path):
+    data = examples(40)
+    fake = FakeJobs(tmp_path, data, {"knn": 0.5, "bm25": 0.5, "random": 0.1}, noise=0.2)
+    run = RaceRun([["setup=knn"], ["setup=bm25"], ["setup=random"]],
+                  config("sweep.strategy=race", "race.metric=bertsim", "race.rounds=4", "race.budget=50"),
+                  data, fake, tmp_path, bounds=[2])
+    outcome = run.run()
+    assert all("setup=random" not in job for batch in fake.batches for job in batch)  # never in a round
+    assert outcome["jobs"]["setup=random"]["outcome"] == "bound" and outcome["grid_examples"] == 160
+    assert outcome["configurations"] == 2 and len(fake.batches) == 2  # 40 evaluations a round: 80 >= 50 after round 2
+    assert run.record_jobs()[2] == ["setup=random", "dataset.rounds=4", "dataset.rounds_from=1",
+                                    "dataset.rounds_to=2", "race.record=true"]
+    assert list(race_table(outcome)["outcome"]) == ["survivor", "survivor", "bound"]

@@ -1,0 +1,59 @@
+"""``opi-eval -m ... sweep.strategy=race`` as a user runs it: a progress line per round, the worse dropped, each
+configuration's MLflow run recording its outcome, the parent's race table and verdict; what cannot be raced is one
+line, exit 2, before any work."""
+import re
+
+import mlflow
+import pandas as pd
+import pytest
+
+from tests.helpers.cli import run_cli
+
+# 12 articles of 8 questions: 4 rounds of 3 clusters
+SMALL = ("dataset.limit=96", "race.rounds=4", "race.min_clusters=3", "classifier.folds=2")
+
+
+@pytest.mark.slow
+def test_a_race_drops_the_random_bound_and_logs_one_run_per_configuration_with_its_outcome(tmp_path):
+    log = run_cli("flows.cli.evaluate", tmp_path, "-m", "setup=knn,bm25,random", "sweep.strategy=race",
+                  "race.metric=bertsim", *SMALL)
+    assert "racing 3 configurations on 96 examples in 4 rounds of whole clusters, by bertsim" in log
+    rounds = [line.split("] ", 1)[1] for line in log.splitlines() if re.search(r"\] round \d/4: ", line)]
+    assert rounds and all(re.fullmatch(r"round \d/4: \d+ examples so far, [1-3] of 3 configurations left, \d+ "
+                                       r"example evaluations, 0 LLM calls, \$0\.00 spent", line) for line in rounds)
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    experiment = client.get_experiment_by_name("opi")
+    (parent,) = client.search_runs([experiment.experiment_id], "tags.`opi.role` = 'sweep'")
+    children = client.search_runs([experiment.experiment_id], "tags.`opi.role` = 'configuration'")
+    assert len(children) == 3  # the rounds' jobs are not tracked: one run per configuration
+    outcome = {run.data.tags["opi.description"].split(" |")[0]: run for run in children}
+    assert set(outcome) == {"kNN", "BM25", "Random"}
+    for run in children:
+        assert run.data.tags["opi.race.outcome"] in ("survivor", "eliminated")
+        assert run.data.tags["opi.race.metric"] == "bertsim"
+    table = pd.read_csv(client.download_artifacts(parent.info.run_id, "race/race.csv", str(tmp_path)))
+    assert list(table.columns[:6]) == ["configuration", "outcome", "rounds_run", "clusters", "examples", "bertsim"]
+    survivors = set(table.loc[table["outcome"] == "survivor", "configuration"])
+    by_run = {r.data.tags["opi.race.outcome"] for r in children}
+    assert by_run <= {"survivor", "eliminated"} and len(survivors) >= 1
+    # each configuration's tracked run holds the examples of the rounds it ran
+    for label, examples in zip(table["configuration"], table["examples"]):
+        name = {"setup=knn": "kNN", "setup=bm25": "BM25", "setup=random": "Random"}[label]
+        rows = pd.read_parquet(client.download_artifacts(outcome[name].info.run_id, "predictions.parquet",
+                                                         str(tmp_path / name)))
+        assert len(rows) == examples
+    assert parent.data.tags["opi.race"].endswith("survived, by bertsim")
+    note = client.get_run(parent.info.run_id).data.tags["mlflow.note.content"]
+    assert note.startswith("**Race.** Race of 3 configurations by bertsim") and "confidence" in note
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides, line", [
+    (("setup=knn", "sweep.strategy=race"), "sweep.strategy=race races the configurations of a sweep"),
+    (("-m", "setup=knn", "sweep.strategy=race"), "needs at least two configurations"),
+    (("-m", "setup=knn,bm25", "sweep.strategy=race", "race.budget=0"), "race.budget must be > 0"),
+    (("-m", "setup=knn,bm25", "sweep.strategy=race", "race.metric=latency"), "not a per-example metric"),
+])
+def test_what_cannot_be_raced_is_one_line_and_exit_2_before_any_work(tmp_path, overrides, line):
+    log = run_cli("flows.cli.evaluate", tmp_path, *overrides, expect=2)
+    assert line in log and "Launching" not in log and "MLflow parent run" not in log
