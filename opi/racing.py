@@ -63,5 +63,8 @@ def cluster_scores(rows: pd.DataFrame, metric: str) -> dict[str, float]:
             return means["l"].to_dict()
         return dict(zip(means.index, np.atleast_1d(opi(means["b"].to_numpy(), means["l"].to_numpy(),
                                                        beta_of(metric))).tolist()))
+    if metric not in rows:
+        raise ValueError(f"the race metric {metric} is not in this configuration's results (its predictions have "
+                         f"{', '.join(c for c in rows.columns if rows[c].dtype.kind == 'f')})")
     frame["v"] = pd.to_numeric(rows[metric], errors="coerce")
     return frame.groupby("cluster", sort=False)["v"].mean().fillna(0.0).clip(0.0, 1.0).to_dict()

@@ -20,8 +20,8 @@ from flows.orchestration.server import ensure_api
 from flows.run.config import check_combination_settings, refuse_secrets, typed, unused_combination_settings
 from flows.run.data import Data, load_data, training_for
 from flows.base.errors import EXIT_USER_ERROR, CommandError, composed, run_or_explain
-from flows.run.identity import component_embeddings, live_stores, own_embedding
-from flows.run.race import metric_problem
+from flows.run.identity import component_embeddings, describe, live_stores, own_embedding
+from flows.run.race import metric_problem, race_metric
 from flows.base.progress import planned_sweep, start_sweep
 from hydra_plugins.opi_sweeper import expand, forget_composed, keep_composed
 from flows.base.store_checks import check_stores, note_sweep_folder
@@ -269,7 +269,15 @@ def race_problem(configurations: list[OPIConfig]) -> str | None:
         if any(getattr(c, name) != getattr(first, name) for c in configurations):
             return (f"a race compares configurations on the same examples with one set of race settings: "
                     f"{name}{'' if name == 'seed' else '.*'} must not vary across its configurations")
-    return metric_problem(first)
+    problem = metric_problem(first)
+    metric = race_metric(first)
+    if problem is None and metric.startswith(("ndcg_at_", "mrr")):
+        unordered = [describe(c).name for c in contenders if not c.combination.ordered]
+        if unordered:
+            problem = (f"race.metric={metric} ranks chunks, and {unordered[0]} has no ranking of its own (an S- "
+                       "combination hands on the union of its members' sentences): race on recall_at_<k>, bertsim "
+                       "or opi_<β>, or leave the S- configurations out")
+    return problem
 
 
 def job_config(config: DictConfig, loader: Any, job: list[str], keep: bool = False) -> tuple[DictConfig, dict]:

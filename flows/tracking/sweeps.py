@@ -32,6 +32,14 @@ def description(run) -> str:
     return run.data.tags.get(DESCRIPTION) or run.info.run_name
 
 
+RACE_PARAMS = ("dataset.rounds", "race.")  # what a race sets: the rounds a run ran are not what names it
+
+
+def naming_params(run) -> dict[str, str]:
+    """The run's params that can tell configurations apart."""
+    return {k: v for k, v in run.data.params.items() if not k.startswith(RACE_PARAMS)}
+
+
 def configuration_names(runs: list) -> dict[str, str]:
     """Run id -> a stable name that tells the configurations of a sweep apart, what other sweeps (a nightly's
     baseline) are matched by: the run's full description, and where runs share it (a sweep over a setting the
@@ -41,7 +49,7 @@ def configuration_names(runs: list) -> dict[str, str]:
         groups.setdefault(description(run), []).append(run)
     names = {}
     for name, group in groups.items():
-        differing = sorted(key for key in set().union(*(run.data.params for run in group))
+        differing = sorted(key for key in set().union(*(naming_params(run) for run in group))
                            if len({run.data.params.get(key) for run in group}) > 1)
         for run in group:
             if len(group) == 1:
@@ -60,9 +68,9 @@ def described(run) -> Described:
     tags = run.data.tags
     if "opi.retrieval" in tags:
         return Described(tags["opi.retrieval"], tags.get("opi.reader", ""), tags.get("opi.classifier"),
-                         dict(run.data.params))
+                         naming_params(run))
     retrieval, reader, classifier = (description(run).split(" | ") + ["", ""])[:3]
-    return Described(retrieval, reader, classifier or None, dict(run.data.params))
+    return Described(retrieval, reader, classifier or None, naming_params(run))
 
 
 def display_names(runs: list) -> tuple[dict[str, str], dict[str, str]]:

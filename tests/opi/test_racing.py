@@ -45,6 +45,8 @@ def test_cluster_scores_by_hand():
     # OPI-2 of a: 5 * 0.6 * 0.5 / (0.6 + 4 * 0.5)
     assert cluster_scores(rows, "opi_2")["a"] == pytest.approx(1.5 / 2.6)
     assert cluster_scores(rows, "ndcg_at_4") == pytest.approx({"a": 0.75, "b": 0.0})  # a missing value skipped
+    with pytest.raises(ValueError, match="the race metric mrr is not in this configuration's results"):
+        cluster_scores(rows, "mrr")
 
 
 def test_the_beta_of_an_opi_name():

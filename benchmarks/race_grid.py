@@ -1,0 +1,155 @@
+"""A race against the full grid it replaces, side by side in one run (issue #42).
+
+    python benchmarks/race_grid.py [--grid readme|large] [--llm-latency 0.2] [--concurrency 16] [-- overrides]
+
+``readme``: the README grid (``experiment=paper_grid_bounds``); ``large``: the seven retrievers x ``retriever.k`` 2,
+4, 8 x ``chunking`` small, paper (42 configurations), plus the six combinations (48). With ``--llm-latency``, the
+reader and the relation classifier are an OpenAI-compatible endpoint answering after that many seconds
+(``tests/helpers/fake_openai.py``, whose reply is the first sentence the prompt hands on, so configurations that
+retrieve better answer better, as with the extractive reader); without it, the default extractive reader and local
+classifier.
+
+In new folders each (nothing shared): (1) the full grid; (2) the same grid with ``sweep.strategy=race``; (3) the
+full grid again in the race's folder (what a race leaves reusable). Printed for each: wall time, example
+evaluations (configurations x examples, summed), LLM calls that reached the endpoint; then whether the race's
+survivors hold the full grid's best on the race metric (by the grid's own table, and by the average over articles
+the race ranks by), and the race's costs as shares of the grid's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.helpers.fake_openai import FakeOpenAI  # noqa: E402
+
+BOUNDS = ("Random", "Oracle")
+
+GRIDS = {"readme": ["experiment=paper_grid_bounds"],
+         "large": ["-m", "retriever=dps,knn,bm25,svm,tfidf,mmr,edi", "retriever.k=2,4,8", "chunking=small,paper"],
+         "large_combinations": ["-m", "setup=a_seven,a_four,a_two,s_seven,s_four,s_two"]}
+
+
+class FirstSentence(FakeOpenAI):
+    """The fake endpoint answering with the first retrieved sentence of the prompt (an extractive answer), and
+    naming a relation from the question's first word."""
+
+    @staticmethod
+    def reply_for(body: dict) -> str:
+        text = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        if body.get("response_format"):
+            return FakeOpenAI.reply_for(body)
+        found = re.search(r"\n- (.+)", text) or re.search(r"(?s)\n\n(.+?[.!?])", text)
+        return found.group(1).strip()[:400] if found else text[:200]
+
+
+def opi_eval(folder: Path, arguments: list[str]) -> dict:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "flows.cli.evaluate", *arguments], cwd=folder, capture_output=True,
+                          text=True, env={**os.environ, "PREFECT_HOME": f"{folder}/prefect"})
+    if done.returncode != 0:
+        sys.exit(f"opi-eval exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    return {"wall": time.perf_counter() - started, "log": done.stdout + done.stderr}
+
+
+def children(folder: Path) -> list:
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{folder}/mlruns/mlflow.db")
+    experiment = client.get_experiment_by_name("opi")
+    return client.search_runs([experiment.experiment_id], "tags.`opi.role` = 'configuration'", max_results=5000)
+
+
+def evaluations(folder: Path) -> int:
+    """Example evaluations of every job of the sweep, from the jobs' metrics files (tracked or not)."""
+    total = 0
+    for path in folder.glob("multirun/**/predictions.parquet"):
+        import pandas as pd
+
+        total += len(pd.read_parquet(path, columns=["id"]))
+    return total
+
+
+def key_of(run) -> str:
+    """A configuration across folders: its description, k and chunk size (run names depend on the sweep)."""
+    params = run.data.params
+    return (f"{run.data.tags.get('opi.description', run.info.run_name).split(' |')[0]} k={params.get('retriever.k')} "
+            f"chunks={params.get('chunking.size')}")
+
+
+def grid_best(folder: Path, metric: str) -> tuple[str, str]:
+    """The full grid's best contender on ``metric``: by its table (MLflow metric) and by the average over
+    articles (what the race ranks by), each as the job's overrides."""
+    import mlflow
+    import pandas as pd
+
+    from opi.racing import cluster_scores
+
+    client = mlflow.MlflowClient(f"sqlite:///{folder}/mlruns/mlflow.db")
+    by_table, by_articles = {}, {}
+    for run in children(folder):
+        name = key_of(run)
+        if name.startswith(BOUNDS):
+            continue
+        by_table[name] = run.data.metrics.get(metric, float("nan"))
+        with tempfile.TemporaryDirectory() as downloads:
+            rows = pd.read_parquet(client.download_artifacts(run.info.run_id, "predictions.parquet", downloads))
+        scores = cluster_scores(rows, metric)
+        by_articles[name] = sum(scores.values()) / len(scores)
+    return max(by_table, key=by_table.get), max(by_articles, key=by_articles.get)
+
+
+def survivors(folder: Path) -> set[str]:
+    return {key_of(run) for run in children(folder) if run.data.tags.get("opi.race.outcome") == "survivor"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--grid", choices=["readme", "large"], default="readme")
+    parser.add_argument("--llm-latency", type=float)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("overrides", nargs="*")
+    args = parser.parse_args()
+    with FirstSentence(latency=args.llm_latency or 0.0) as server, tempfile.TemporaryDirectory() as grid_dir, \
+            tempfile.TemporaryDirectory() as race_dir:
+        llm = ["llm=openai-compatible", f"llm.base_url={server.base_url}", "llm.model=fake", "llm.api_key_env=null",
+               "classifier=llm", f"llm.concurrency={args.concurrency}"] if args.llm_latency is not None else []
+        sweeps = [GRIDS[args.grid]] + ([GRIDS["large_combinations"]] if args.grid == "large" else [])
+        figures = {}
+        for label, folder, extra in (("grid", Path(grid_dir), []), ("race", Path(race_dir), ["sweep.strategy=race"]),
+                                     ("grid after the race", Path(race_dir), [])):
+            calls_before, wall = len(server.arrivals), 0.0
+            before = evaluations(folder)
+            for sweep in sweeps:
+                wall += opi_eval(folder, [*sweep, *llm, *extra, *args.overrides])["wall"]
+            figures[label] = {"wall": wall, "calls": len(server.arrivals) - calls_before,
+                              "evaluations": evaluations(folder) - before}
+            print(f"{label}: {wall:.1f} s, {figures[label]['evaluations']} example evaluations, "
+                  f"{figures[label]['calls']} LLM calls", flush=True)
+            if label == "race":
+                outcomes = [json.loads(p.read_text()) for p in folder.glob("multirun/**/race.json")]
+                metric, kept = outcomes[0]["metric"], survivors(folder)
+                rounds = sum(o["spent"]["examples"] for o in outcomes)
+                print(f"  of which the rounds {rounds}: "
+                      + "; ".join(f"stopped because {o['stopped']}" for o in outcomes), flush=True)
+        table_best, article_best = grid_best(Path(grid_dir), metric)
+        grid, race = figures["grid"], figures["race"]
+        print(f"race metric {metric}; the grid's best by its table: {table_best}; by the average over articles: "
+              f"{article_best}; the race's survivors: {sorted(kept)}")
+        print(f"survivors hold the grid's best: by the table {table_best in kept}, by articles {article_best in kept}")
+        print(f"race / grid: example evaluations {race['evaluations'] / grid['evaluations']:.2f} (the rounds' and "
+              f"the tracked runs'; the rounds' alone {rounds / grid['evaluations']:.2f}), LLM calls {race['calls'] / max(grid['calls'], 1):.2f}, wall "
+              f"{race['wall'] / grid['wall']:.2f}; the grid after the race asked the endpoint "
+              f"{figures['grid after the race']['calls']} times of the grid's {grid['calls']}")
+
+
+if __name__ == "__main__":
+    main()
