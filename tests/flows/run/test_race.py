@@ -49,7 +49,7 @@ def test_what_cannot_be_raced_is_said_in_one_line():
     assert race_problem([config(*race), config(*race, "setup=bm25")]) is None
     assert "S-Two | extractive | local-clf has no ranking" in race_problem(
         [config(*race, "race.metric=mrr"), config(*race, "race.metric=mrr", "setup=s_two")])
-    assert "and none (the random and oracle bounds are not raced)" in race_problem(
+    assert "this sweep has none (the random and oracle bounds are not raced)" in race_problem(
         [config(*race, "setup=random"), config(*race, "setup=oracle")])
     with pytest.raises(ValueError, match="race.budget must be > 0"):
         config("race.budget=0")
