@@ -258,20 +258,23 @@ def race_tags(config: OPIConfig) -> dict[str, str]:
     if not config.race.record or not HydraConfig.initialized():
         return {}
     hydra = HydraConfig.get()
-    outcome = read_outcome(hydra.sweep.dir)
-    mine = (outcome or {}).get("jobs", {}).get(job_key(list(hydra.overrides.task)))
+    return outcome_tags(read_outcome(hydra.sweep.dir), job_key(list(hydra.overrides.task)))
+
+
+def outcome_tags(outcome: dict[str, Any] | None, key: str) -> dict[str, str]:
+    """The ``opi.race.*`` tags of the configuration ``key`` (``job_key``) in a race's ``outcome``."""
+    mine = (outcome or {}).get("jobs", {}).get(key)
     if mine is None:
         return {"opi.race.outcome": "unknown (no race.json entry)"}
-    spent = mine["spent"]
     tags = {"opi.race.outcome": mine["outcome"], "opi.race.metric": outcome["metric"],
-            "opi.race.rounds_run": f"{mine['rounds_run']} of {outcome['rounds']}",
-            "opi.race.estimate": f"{mine['estimate']:.4f} over {mine['clusters']} clusters",
-            "opi.race.spent": f"{spent['examples']} example evaluations, {spent['llm_calls']} LLM calls, "
-                              f"${spent['usd']:.2f}"}
-    if mine["outcome"] == "bound":
-        return {"opi.race.outcome": "bound", "opi.race.metric": outcome["metric"],
-                "opi.race.rounds_run": f"{mine['rounds_run']} of {outcome['rounds']}"}
+            "opi.race.rounds_run": f"{mine['rounds_run']} of {outcome['rounds']}"}
+    if mine["outcome"] == "bound":  # not raced: run once on the rounds the race ran
+        return tags
+    spent = mine["spent"]
+    tags.update({"opi.race.estimate": f"{mine['estimate']:.4f} over {mine['clusters']} clusters",
+                 "opi.race.spent": f"{spent['examples']} example evaluations, {spent['llm_calls']} LLM calls, "
+                                   f"${spent['usd']:.2f}"})
     if mine["leader"] is not None:
-        bounds = ("no bound yet" if mine["low"] is None else f"[{mine['low']:+.4f}, {mine['high']:+.4f}]")
+        bounds = "no bound yet" if mine["low"] is None else f"[{mine['low']:+.4f}, {mine['high']:+.4f}]"
         tags["opi.race.against"] = f"{mine['leader']}: {mine['difference']:+.4f} {bounds}"
     return tags

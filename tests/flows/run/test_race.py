@@ -11,8 +11,8 @@ from omegaconf import OmegaConf
 
 from flows.run.config import compose_config, typed
 from flows.run.preflight import race_problem
-from flows.run.race import (RaceRun, job_key, labels_of, metric_problem, race_metric, race_table, read_outcome,
-                            verdict, write_outcome)
+from flows.run.race import (RaceRun, job_key, labels_of, metric_problem, outcome_tags, race_metric, race_table,
+                            read_outcome, verdict, write_outcome)
 from opi.data import Example
 from opi.racing import rounds_of
 
@@ -158,3 +158,10 @@ def test_bounds_are_not_raced_but_run_once_on_the_rounds_the_race_ran(tmp_path):
     assert run.record_jobs()[2] == ["setup=random", "dataset.rounds=4", "dataset.rounds_from=1",
                                     "dataset.rounds_to=2", "race.record=true"]
     assert list(race_table(outcome)["outcome"]) == ["survivor", "survivor", "bound"]
+    outcome = json.loads(json.dumps(outcome))  # as the tracked runs read it from race.json
+    assert outcome_tags(outcome, "setup=random") == {"opi.race.outcome": "bound", "opi.race.metric": "bertsim",
+                                                     "opi.race.rounds_run": "2 of 4"}
+    knn = outcome_tags(outcome, "setup=knn")
+    assert knn["opi.race.outcome"] == "survivor" and knn["opi.race.rounds_run"] == "2 of 4"
+    assert knn["opi.race.estimate"].endswith("over 20 clusters") and knn["opi.race.spent"].startswith("40 example")
+    assert outcome_tags(outcome, "setup=mmr") == {"opi.race.outcome": "unknown (no race.json entry)"}
