@@ -46,6 +46,7 @@ def commands(text: str) -> list[str]:
 SWEEPING = commands(section("## Sweeping"))
 OWN_STACK = commands(section("### Compare your own stack"))
 OTHER_DATA = commands(section("### Other data"))
+RACING = commands(section("### Racing"))
 
 
 def overrides(command: str) -> list[str]:
@@ -55,7 +56,7 @@ def overrides(command: str) -> list[str]:
 
 
 def test_the_sections_have_the_commands_this_test_covers():
-    assert len(SWEEPING) >= 15 and len(OTHER_DATA) == 4 and len(OWN_STACK) == 9
+    assert len(SWEEPING) >= 15 and len(OTHER_DATA) == 4 and len(OWN_STACK) == 9 and len(RACING) == 2
     assert any("my_pkg.MyRetriever" in c for c in SWEEPING) and any("dataset.columns=" in c for c in OTHER_DATA)
 
 
@@ -74,11 +75,14 @@ def jobs(command: str) -> list[list[str]]:
         return expand({}, overrides(command), GlobalHydra.instance().config_loader()).jobs
 
 
-@pytest.mark.parametrize("command", [*SWEEPING, *OWN_STACK])
+@pytest.mark.parametrize("command", [*SWEEPING, *OWN_STACK, *RACING])
 def test_every_sweeping_command_composes_and_checks(command):
-    for job in jobs(command):
-        config = typed(compose_config(job), job)
-        assert config.metrics.beta > 0
+    configurations = [typed(compose_config(job), job) for job in jobs(command)]
+    assert all(config.metrics.beta > 0 for config in configurations)
+    if command in RACING and " -m " in command:  # an experiment's sweep is expanded by the sweeper only
+        from flows.run.preflight import race_problem
+
+        assert race_problem(configurations) is None
 
 
 def write_data(folder) -> None:
