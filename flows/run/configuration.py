@@ -4,6 +4,7 @@ this run's embedding work counted: what its stage tasks measured, wherever they 
 and what this process did outside them."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import time
@@ -21,6 +22,7 @@ from flows.orchestration.work import RunWork
 from flows.run.data import Data, load_data, training_for, training_key
 from flows.run.identity import describe, effective_settings, live_stores
 from flows.run.pipeline import run_stages
+from flows.run.race import assembled
 from flows.tracking.registry import resolve_registered
 from flows.tracking.runs import flatten
 from opi.embeddings import counting, use_store
@@ -64,6 +66,14 @@ def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel |
         kept = None if not_kept else read_kept(cache_dir, key)
         if kept is not None:
             return from_kept(config, kept, started, key)
+        rounds = kept_rounds(config, data) if config.race.record else None
+        if rounds is not None:  # a race's tracked run: its rounds' results put together, nothing computed again
+            result = assembled(config, rounds, data.relation_set.labels, [e.id for e in data.examples])
+            keep(cache_dir, key, result)
+            log.info("%s: assembled from the %d rounds' results the race computed", describe(config).name,
+                     len(rounds))
+            return as_returned(result, {**RunWork().metrics(), "cache_hits": result.stages, "cache_misses": 0,
+                                        "seconds_lookup": time.perf_counter() - started}, key)
         result, counts = run_stages(config, data, registered)
         # replies that were no answer are asked again by the next run; a vector store is asked again every run
         if not unanswered(result.metrics) and not live_stores(config):
@@ -72,6 +82,23 @@ def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel |
              result.stages)
     return as_returned(result, {**counts, **{name: counts.get(name, 0.0) + value
                                              for name, value in here.counts.items()}}, key)
+
+
+def kept_rounds(config: OPIConfig, data: Data) -> list[Any] | None:
+    """Each round's kept result of a race's tracked run (rounds ``rounds_from`` to ``rounds_to``), or None when one
+    is missing (then the run is computed whole)."""
+    dataset = config.dataset
+    if dataset.rounds is None or live_stores(config):
+        return None
+    found = []
+    for number in range(dataset.rounds_from, (dataset.rounds_to or dataset.rounds) + 1):
+        one = dataclasses.replace(config, dataset=dataclasses.replace(dataset, rounds_from=number, rounds_to=number),
+                                  race=dataclasses.replace(config.race, record=False))
+        kept = read_kept(config.paths.cache_dir, lookup(one)[2])
+        if kept is None:
+            return None
+        found.append(kept)
+    return found
 
 
 def lookup(config: OPIConfig) -> tuple[Data, RegisteredModel | None, str]:

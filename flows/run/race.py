@@ -278,3 +278,30 @@ def outcome_tags(outcome: dict[str, Any] | None, key: str) -> dict[str, str]:
         bounds = "no bound yet" if mine["low"] is None else f"[{mine['low']:+.4f}, {mine['high']:+.4f}]"
         tags["opi.race.against"] = f"{mine['leader']}: {mine['difference']:+.4f} {bounds}"
     return tags
+
+
+SAME_IN_EVERY_ROUND = ("classifier_cv_accuracy", "rows_dropped", "store_documents", "store_documents_not_found")
+
+
+def assembled(config: OPIConfig, rounds: Sequence[Any], relations: Sequence[str], order: Sequence[str]) -> Any:
+    """A configuration's result on several rounds, from each round's kept result (``flows.run.stages.Scores``):
+    the rows put together and scored once (every metric computed from rows: BERTSim, LRCR, OPI, their intervals and
+    per-relation values, the retrieval metrics), the counts and times summed, what every round shares kept. The
+    same as evaluating the rounds' examples at once: each example's row depends on its own question, article and
+    the caches only; ``order``: the examples' ids in the data's order, which the rows take (the intervals'
+    bootstrap draws by position)."""
+    from flows.run.stages import Scores
+    from opi.metrics.configuration import configuration_metrics
+
+    rows = pd.concat([result.predictions for result in rounds], ignore_index=True)
+    rows = rows.set_index("id", drop=False).loc[list(order)].reset_index(drop=True)
+    metrics, table = configuration_metrics(rows, relations, config.metrics.betas, config.metrics.beta,
+                                           config.report.confidence, config.report.resamples, config.seed,
+                                           config.report.unit)
+    for name in dict.fromkeys(key for result in rounds for key in result.metrics):
+        if name in metrics:
+            continue
+        values = [result.metrics[name] for result in rounds if name in result.metrics]
+        metrics[name] = values[0] if name in SAME_IN_EVERY_ROUND else float(sum(values))
+    traces = {example: record for result in rounds for example, record in result.traces.items()}
+    return Scores(metrics, rows, table, traces, rounds[0].stages)

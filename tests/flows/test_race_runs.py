@@ -14,12 +14,13 @@ SMALL = ("dataset.limit=96", "race.rounds=4", "race.min_clusters=3", "classifier
 
 
 @pytest.mark.slow
-def test_a_race_drops_the_random_bound_and_logs_one_run_per_configuration_with_its_outcome(tmp_path):
+def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_put_together(tmp_path):
     log = run_cli("flows.cli.evaluate", tmp_path, "-m", "setup=knn,bm25,random", "sweep.strategy=race",
                   "race.metric=bertsim", *SMALL)
-    assert "racing 3 configurations on 96 examples in 4 rounds of whole clusters, by bertsim" in log
+    assert ("racing 2 configurations on 96 examples in 4 rounds of whole clusters, by bertsim (alpha 0.05); the 1 "
+            "bound(s) run once, at the end, on the rounds the race ran") in log
     rounds = [line.split("] ", 1)[1] for line in log.splitlines() if re.search(r"\] round \d/4: ", line)]
-    assert rounds and all(re.fullmatch(r"round \d/4: \d+ examples so far, [1-3] of 3 configurations left, \d+ "
+    assert rounds and all(re.fullmatch(r"round \d/4: \d+ examples so far, [12] of 2 configurations left, \d+ "
                                        r"example evaluations, 0 LLM calls, \$0\.00 spent", line) for line in rounds)
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     experiment = client.get_experiment_by_name("opi")
@@ -29,22 +30,36 @@ def test_a_race_drops_the_random_bound_and_logs_one_run_per_configuration_with_i
     outcome = {run.data.tags["opi.description"].split(" |")[0]: run for run in children}
     assert set(outcome) == {"kNN", "BM25", "Random"}
     for run in children:
-        assert run.data.tags["opi.race.outcome"] in ("survivor", "eliminated")
+        assert run.data.tags["opi.race.outcome"] in (("bound",) if run is outcome["Random"] else
+                                                     ("survivor", "eliminated"))
         assert run.data.tags["opi.race.metric"] == "bertsim"
     table = pd.read_csv(client.download_artifacts(parent.info.run_id, "race/race.csv", str(tmp_path)))
     assert list(table.columns[:6]) == ["configuration", "outcome", "rounds_run", "clusters", "examples", "bertsim"]
     survivors = set(table.loc[table["outcome"] == "survivor", "configuration"])
     by_run = {r.data.tags["opi.race.outcome"] for r in children}
-    assert by_run <= {"survivor", "eliminated"} and len(survivors) >= 1
-    # each configuration's tracked run holds the examples of the rounds it ran
-    for label, examples in zip(table["configuration"], table["examples"]):
+    assert by_run <= {"survivor", "eliminated", "bound"} and len(survivors) >= 1
+    # each raced configuration's tracked run holds the examples of the rounds it ran (a bound ran on all of them)
+    for label, examples, kind in zip(table["configuration"], table["examples"], table["outcome"]):
         name = {"setup=knn": "kNN", "setup=bm25": "BM25", "setup=random": "Random"}[label]
         rows = pd.read_parquet(client.download_artifacts(outcome[name].info.run_id, "predictions.parquet",
                                                          str(tmp_path / name)))
-        assert len(rows) == examples
+        assert len(rows) == (96 if kind == "bound" else examples) and (kind == "bound") == (label == "setup=random")
     assert parent.data.tags["opi.race"].endswith("survived, by bertsim")
+    # a tracked run is its rounds' results put together, nothing computed again, and equals evaluating those rounds'
+    # examples at once
+    assert log.count("assembled from the") >= 1
+    knn = outcome["kNN"]
+    rounds = knn.data.tags["opi.race.rounds_run"].split(" of ")[0]
+    direct = tmp_path / "direct"
+    direct.mkdir()
+    run_cli("flows.cli.evaluate", direct, "setup=knn", "dataset.rounds=4", f"dataset.rounds_to={rounds}", *SMALL,
+            "tracking.traces=none")
+    (alone,) = mlflow.MlflowClient(f"sqlite:///{direct}/mlflow.db").search_runs(
+        [mlflow.MlflowClient(f"sqlite:///{direct}/mlflow.db").get_experiment_by_name("opi").experiment_id])
+    for name in ("bertsim", "lrcr", "opi_1", "bertsim_ci_low", "opi_1_ci_high", "ndcg_at_4", "mrr", "n_examples"):
+        assert knn.data.metrics[name] == pytest.approx(alone.data.metrics[name]), name
     note = client.get_run(parent.info.run_id).data.tags["mlflow.note.content"]
-    assert note.startswith("**Race.** Race of 3 configurations by bertsim") and "confidence" in note
+    assert note.startswith("**Race.** Race of 2 configurations by bertsim") and "confidence" in note
 
 
 @pytest.mark.slow

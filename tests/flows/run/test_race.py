@@ -165,3 +165,31 @@ def test_bounds_are_not_raced_but_run_once_on_the_rounds_the_race_ran(tmp_path):
     assert knn["opi.race.outcome"] == "survivor" and knn["opi.race.rounds_run"] == "2 of 4"
     assert knn["opi.race.estimate"].endswith("over 20 clusters") and knn["opi.race.spent"].startswith("40 example")
     assert outcome_tags(outcome, "setup=mmr") == {"opi.race.outcome": "unknown (no race.json entry)"}
+
+
+def test_a_tracked_run_is_its_rounds_put_together_scored_once():
+    from flows.run.race import assembled
+    from flows.run.stages import Scores
+    from opi.metrics.configuration import configuration_metrics
+
+    def rows(ids, similarity, correct):
+        return pd.DataFrame({"id": ids, "cluster": [f"a{i[1]}" for i in ids], "relation": "deductive",
+                             "predicted_relation": ["deductive" if c else "fuzzy" for c in correct],
+                             "similarity": similarity, "generated_answer": "x"})
+
+    first = Scores({"bertsim": 0.0, "texts_embedded": 10.0, "classifier_cv_accuracy": 0.4, "seconds_total": 2.0},
+                   rows(["e1", "e2"], [0.9, 0.5], [True, False]), None, {"e1": {"r": 1}, "e2": {"r": 2}}, 7)
+    second = Scores({"bertsim": 1.0, "texts_embedded": 5.0, "classifier_cv_accuracy": 0.4, "llm_answer_calls": 3.0},
+                    rows(["e3"], [0.7], [True]), None, {"e3": {"r": 3}}, 7)
+    cfg = config("race.record=true")
+    result = assembled(cfg, [second, first], ["deductive", "fuzzy"], ["e1", "e2", "e3"])  # in the data's order
+    union = pd.concat([first.predictions, second.predictions], ignore_index=True)
+    expected, _ = configuration_metrics(union, ["deductive", "fuzzy"], cfg.metrics.betas, cfg.metrics.beta,
+                                        cfg.report.confidence, cfg.report.resamples, cfg.seed, cfg.report.unit)
+    assert result.metrics["bertsim"] == pytest.approx(0.7) == pytest.approx(expected["bertsim"])  # scored once
+    assert result.metrics["lrcr"] == pytest.approx(2 / 3)
+    assert all(result.metrics[k] == pytest.approx(v) for k, v in expected.items())
+    assert result.metrics["texts_embedded"] == 15.0 and result.metrics["seconds_total"] == 2.0  # summed
+    assert result.metrics["llm_answer_calls"] == 3.0 and result.metrics["classifier_cv_accuracy"] == 0.4  # shared
+    assert result.metrics["bertsim_ci_low"] == expected["bertsim_ci_low"]  # the bootstrap sees the data's order
+    assert list(result.predictions["id"]) == ["e1", "e2", "e3"] and set(result.traces) == {"e1", "e2", "e3"}
