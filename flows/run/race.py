@@ -3,8 +3,8 @@ of the data (``opi.racing``), the ones significantly worse than the leader dropp
 its asymptotic test), until one is left, the survivors tie within ``race.margin``, ``race.budget`` is spent or the
 data is exhausted. Then each configuration is evaluated once more, tracked, on the rounds it ran (its LLM replies
 and vectors come from the caches the rounds filled: nothing is paid twice): those are the sweep's MLflow runs, and
-they record the race's outcome (``race.json`` in the sweep's folder, read by ``race.record`` jobs and by the
-parent run).
+they record the race's outcome (``race.json`` in the sweep's folder, ``flows.tracking.race_report``, read by
+``race.record`` jobs and by the parent run).
 
 The rounds' own jobs are launched by the sweep's launcher with tracking and the report off; their predictions are
 read from their output folders."""
@@ -19,12 +19,12 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
+from flows.tracking.race_report import read_outcome
 from opi.race import Race
 from opi.racing import RELATION_METRICS, cluster_scores, rounds_of
 from opi.schemas import OPIConfig
 
 log = logging.getLogger("opi")
-RACE_FILE = "race.json"
 ROUND_KEYS = ("dataset.rounds", "dataset.rounds_from", "dataset.rounds_to", "race.record")
 
 
@@ -210,45 +210,8 @@ def outputs_of(returned: Any) -> tuple[pd.DataFrame, dict[str, float]]:
     return pd.read_parquet(folder / "predictions.parquet"), {k: v for k, v in metrics.items() if v is not None}
 
 
-def write_outcome(sweep_dir: Path, outcome: dict[str, Any]) -> Path:
-    path = Path(sweep_dir) / RACE_FILE
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(outcome, indent=1))
-    partial.replace(path)
-    return path
 
 
-def read_outcome(sweep_dir: str | Path) -> dict[str, Any] | None:
-    path = Path(sweep_dir) / RACE_FILE
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def verdict(outcome: dict[str, Any]) -> str:
-    """The race's answer in words, with the guarantee it carries."""
-    survivors, n = outcome["survivors"], outcome["configurations"]
-    spent, grid = outcome["spent"]["examples"], outcome["grid_examples"]
-    among = (f"is {survivors[0]}" if len(survivors) == 1 else
-             f"is among the {len(survivors)} survivors: {', '.join(survivors)}")
-    return (f"Race of {n} configurations by {outcome['metric']}, stopped because {outcome['stopped']}: with about "
-            f"{1 - outcome['alpha']:.0%} confidence the best of these {n} on this data {among} (an asymptotic "
-            f"guarantee, over whole clusters; it says nothing about data unlike this). It spent {spent:,} of the "
-            f"full grid's {grid:,} example evaluations ({spent / grid:.0%}), {outcome['spent']['llm_calls']:,} LLM "
-            f"calls, ${outcome['spent']['usd']:.2f}.")
-
-
-def race_table(outcome: dict[str, Any]) -> pd.DataFrame:
-    """Survivors first (best estimate first), then the eliminated in the order they were dropped."""
-    order = {e["configuration"]: i for i, e in enumerate(outcome["eliminated"])}
-    place = {"survivor": 0, "eliminated": 1, "bound": 2}
-    rows = sorted(outcome["jobs"].values(), key=lambda o: (place[o["outcome"]], order.get(o["label"], -1),
-                                                           -(o["estimate"] or 0.0)))
-    return pd.DataFrame([{
-        "configuration": o["label"], "outcome": o["outcome"], "rounds_run": o["rounds_run"],
-        "clusters": o["clusters"], "examples": o["examples"],
-        outcome["metric"]: None if o["estimate"] is None else round(o["estimate"], 4),
-        "compared_with": o["leader"], "difference": o["difference"], "difference_low": o["low"],
-        "difference_high": o["high"], "llm_calls": o["spent"].get("llm_calls"), "usd": o["spent"].get("usd")}
-        for o in rows])
 
 
 def race_tags(config: OPIConfig) -> dict[str, str]:

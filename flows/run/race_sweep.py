@@ -13,7 +13,8 @@ from flows.base.progress import start_sweep
 from flows.run.config import typed
 from flows.run.data import load_data
 from flows.run.preflight import prepared
-from flows.run.race import RaceRun, verdict, write_outcome
+from flows.run.race import RaceRun
+from flows.tracking.race_report import verdict, write_outcome
 from opi.schemas import OPIConfig
 from hydra_plugins.opi_sweeper import composed_before
 

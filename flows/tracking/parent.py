@@ -17,8 +17,7 @@ from mlflow.entities import Param
 from omegaconf import DictConfig, OmegaConf
 
 from flows.base.progress import planned, ui_pointer
-from flows.run.race import read_outcome
-from flows.tracking.race_report import log_race
+from flows.tracking.race_report import log_race, read_outcome
 from flows.tracking.runs import PARENT_ENV, run_tags
 from flows.tracking.store import open_experiment
 from flows.tracking.sweep_report import log_sweep_report, log_sweep_summary

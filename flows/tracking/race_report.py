@@ -1,16 +1,19 @@
-"""A race's outcome on its sweep's parent run: the race table (``race/race.csv``, ``race/race.md``), the verdict
+"""A race's outcome (``race.json`` in its sweep's folder, written by ``flows.run.race``) on its sweep's parent run: the race table (``race/race.csv``, ``race/race.md``), the verdict
 with its guarantee first in the run's description, and the tag ``opi.race`` (a raced sweep: its eliminated runs
 saw fewer examples, so its tables are not a full grid's)."""
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from mlflow import MlflowClient
 
-from flows.run.race import race_table, verdict
 from flows.tracking.notes import NOTE, limited
+
+RACE_FILE = "race.json"  # a race's outcome, in its sweep's folder
 
 
 def log_race(client: MlflowClient, parent_run_id: str, outcome: dict[str, Any]) -> None:
@@ -25,3 +28,44 @@ def log_race(client: MlflowClient, parent_run_id: str, outcome: dict[str, Any]) 
                                                 f"\n\n{before}"))
     client.set_tag(parent_run_id, "opi.race", f"{len(outcome['survivors'])} of {outcome['configurations']} "
                                               f"survived, by {outcome['metric']}")
+
+
+def write_outcome(sweep_dir: Path, outcome: dict[str, Any]) -> Path:
+    path = Path(sweep_dir) / RACE_FILE
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(outcome, indent=1))
+    partial.replace(path)
+    return path
+
+
+def read_outcome(sweep_dir: str | Path) -> dict[str, Any] | None:
+    path = Path(sweep_dir) / RACE_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def verdict(outcome: dict[str, Any]) -> str:
+    """The race's answer in words, with the guarantee it carries."""
+    survivors, n = outcome["survivors"], outcome["configurations"]
+    spent, grid = outcome["spent"]["examples"], outcome["grid_examples"]
+    among = (f"is {survivors[0]}" if len(survivors) == 1 else
+             f"is among the {len(survivors)} survivors: {', '.join(survivors)}")
+    return (f"Race of {n} configurations by {outcome['metric']}, stopped because {outcome['stopped']}: with about "
+            f"{1 - outcome['alpha']:.0%} confidence the best of these {n} on this data {among} (an asymptotic "
+            f"guarantee, over whole clusters; it says nothing about data unlike this). It spent {spent:,} of the "
+            f"full grid's {grid:,} example evaluations ({spent / grid:.0%}), {outcome['spent']['llm_calls']:,} LLM "
+            f"calls, ${outcome['spent']['usd']:.2f}.")
+
+
+def race_table(outcome: dict[str, Any]) -> pd.DataFrame:
+    """Survivors first (best estimate first), then the eliminated in the order they were dropped."""
+    order = {e["configuration"]: i for i, e in enumerate(outcome["eliminated"])}
+    place = {"survivor": 0, "eliminated": 1, "bound": 2}
+    rows = sorted(outcome["jobs"].values(), key=lambda o: (place[o["outcome"]], order.get(o["label"], -1),
+                                                           -(o["estimate"] or 0.0)))
+    return pd.DataFrame([{
+        "configuration": o["label"], "outcome": o["outcome"], "rounds_run": o["rounds_run"],
+        "clusters": o["clusters"], "examples": o["examples"],
+        outcome["metric"]: None if o["estimate"] is None else round(o["estimate"], 4),
+        "compared_with": o["leader"], "difference": o["difference"], "difference_low": o["low"],
+        "difference_high": o["high"], "llm_calls": o["spent"].get("llm_calls"), "usd": o["spent"].get("usd")}
+        for o in rows])

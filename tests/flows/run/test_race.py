@@ -11,8 +11,8 @@ from omegaconf import OmegaConf
 
 from flows.run.config import compose_config, typed
 from flows.run.preflight import race_problem
-from flows.run.race import (RaceRun, job_key, labels_of, metric_problem, outcome_tags, race_metric, race_table,
-                            read_outcome, verdict, write_outcome)
+from flows.run.race import RaceRun, job_key, labels_of, metric_problem, outcome_tags, race_metric
+from flows.tracking.race_report import race_table, read_outcome, verdict, write_outcome
 from opi.data import Example
 from opi.racing import rounds_of
 
