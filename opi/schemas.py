@@ -421,7 +421,7 @@ class RaceConfig:
     def __post_init__(self):
         require_number("race.alpha", self.alpha, gt=0, lt=1)
         require_number("race.margin", self.margin, ge=0)
-        _require(self.budget is None or self.budget > 0, f"race.budget must be > 0 (or null), got {self.budget}")
+        require_number("race.budget", self.budget, gt=0, null=True)
         _require(self.budget_unit in BUDGET_UNITS,
                  f"race.budget_unit must be one of {', '.join(BUDGET_UNITS)}, got {self.budget_unit!r}")
         _require(self.rounds >= 2, f"race.rounds must be >= 2, got {self.rounds}")

@@ -102,7 +102,8 @@ class MultirunParentRun(Callback):
                 log.warning("sweep report failed (%s: %s); rebuild it with: opi-report --sweep %s",
                             type(err).__name__, err, parent)
                 client.set_tag(parent, "opi.report_error", f"{type(err).__name__}: {err}"[:500])
-        outcome = read_outcome(config.hydra.sweep.dir)
+        sweep_dir = OmegaConf.select(config, "hydra.sweep.dir")
+        outcome = read_outcome(sweep_dir) if sweep_dir else None
         if outcome is not None:
             log_race(client, parent, outcome)
         client.set_terminated(parent, status="FINISHED")

@@ -51,7 +51,7 @@ def test_what_cannot_be_raced_is_said_in_one_line():
         [config(*race, "race.metric=mrr"), config(*race, "race.metric=mrr", "setup=s_two")])
     assert "this sweep has none (the random and oracle bounds are not raced)" in race_problem(
         [config(*race, "setup=random"), config(*race, "setup=oracle")])
-    with pytest.raises(ValueError, match="race.budget must be > 0"):
+    with pytest.raises(ValueError, match="race.budget must be a finite number > 0"):
         config("race.budget=0")
 
 
