@@ -10,8 +10,10 @@ retrieve better answer better, as with the extractive reader); without it, the d
 classifier.
 
 In new folders each (nothing shared): (1) the full grid; (2) the same grid with ``sweep.strategy=race``; (3) the
-full grid again in the race's folder (what a race leaves reusable). Printed for each: wall time, example
-evaluations (configurations x examples, summed), LLM calls that reached the endpoint; then whether the race's
+full grid again in the race's folder (what a race leaves reusable). Printed for each: wall time, example rows its
+jobs wrote (configurations x examples, summed: for the race, its rounds' and its tracked runs', which are
+assembled from the rounds' results and compute nothing), the rounds' own example evaluations, LLM calls that
+reached the endpoint; then whether the race's
 survivors hold the full grid's best on the race metric (by the grid's own table, and by the average over articles
 the race ranks by), and the race's costs as shares of the grid's.
 """
@@ -132,7 +134,7 @@ def main() -> None:
                 wall += opi_eval(folder, [*sweep, *llm, *extra, *args.overrides])["wall"]
             figures[label] = {"wall": wall, "calls": len(server.arrivals) - calls_before,
                               "evaluations": evaluations(folder) - before}
-            print(f"{label}: {wall:.1f} s, {figures[label]['evaluations']} example evaluations, "
+            print(f"{label}: {wall:.1f} s, {figures[label]['evaluations']} example rows written, "
                   f"{figures[label]['calls']} LLM calls", flush=True)
             if label == "race":
                 outcomes = [json.loads(p.read_text()) for p in folder.glob("multirun/**/race.json")]
@@ -145,8 +147,8 @@ def main() -> None:
         print(f"race metric {metric}; the grid's best by its table: {table_best}; by the average over articles: "
               f"{article_best}; the race's survivors: {sorted(kept)}")
         print(f"survivors hold the grid's best: by the table {table_best in kept}, by articles {article_best in kept}")
-        print(f"race / grid: example evaluations {race['evaluations'] / grid['evaluations']:.2f} (the rounds' and "
-              f"the tracked runs'; the rounds' alone {rounds / grid['evaluations']:.2f}), LLM calls {race['calls'] / max(grid['calls'], 1):.2f}, wall "
+        print(f"race / grid: example evaluations of the rounds {rounds / grid['evaluations']:.2f} (rows written, "
+              f"tracked runs included: {race['evaluations'] / grid['evaluations']:.2f}), LLM calls {race['calls'] / max(grid['calls'], 1):.2f}, wall "
               f"{race['wall'] / grid['wall']:.2f}; the grid after the race asked the endpoint "
               f"{figures['grid after the race']['calls']} times of the grid's {grid['calls']}")
 
