@@ -69,3 +69,11 @@ def race_table(outcome: dict[str, Any]) -> pd.DataFrame:
         "compared_with": o["leader"], "difference": o["difference"], "difference_low": o["low"],
         "difference_high": o["high"], "llm_calls": o["spent"].get("llm_calls"), "usd": o["spent"].get("usd")}
         for o in rows])
+
+
+def raced(client: MlflowClient, parent_run_id: str) -> str | None:
+    """A raced sweep's race table and verdict (its parent's ``race/race.md``), or None for a grid."""
+    if "opi.race" not in client.get_run(parent_run_id).data.tags:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        return Path(client.download_artifacts(parent_run_id, "race/race.md", folder)).read_text()

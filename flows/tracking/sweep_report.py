@@ -17,6 +17,7 @@ from prefect.utilities.hashing import hash_objects
 from flows.orchestration import tasks
 from flows.orchestration.cache import cached, hashed, keep, read_kept
 from flows.orchestration.prefect_adapter import was_cached
+from flows.tracking.race_report import raced
 from flows.tracking.notes import NOTE, Placed, fixed_line, limited, placement_notes, ranking_table, shown_metric
 from flows.tracking.store import existing_store
 from flows.base.errors import CommandError
@@ -188,13 +189,21 @@ def configuration(run, name: str, predictions: pd.DataFrame) -> Configuration:
                          tuple(sorted((k, v) for k, v in run.data.metrics.items() if k in CALIBRATED)))
 
 
+def content_key(configurations: list[Configuration]) -> str:
+    """The configurations' content as a key: their names, kinds and predictions as text. Pickling DataFrames (the
+    default hash) depends on the process's state, not only on their values: a warm sweep's report was missed."""
+    return hash_objects([(c.name, c.kind, c.setup, c.bound, c.calibrated,
+                          c.predictions.to_json(orient="split", default_handler=str, double_precision=15))
+                         for c in configurations], raise_on_failure=True)
+
+
 def built_report(configurations: list[Configuration], relations: list[str], settings: ReportSettings,
                  cache_dir: str | None) -> tuple[SweepReport, dict[str, bytes] | None]:
     """The report and its figures; with ``cache_dir``, those of the same predictions and settings (a re-run sweep)
     are read back: drawing the figures costs a warm sweep ~1 s (pyplot's import, then rendering)."""
     if cache_dir is None:
         return build_report(configurations, relations, settings), None
-    stage, inputs = tasks.sweep_report, hashed(configurations)
+    stage, inputs = tasks.sweep_report, hashed(configurations, content_key(configurations))
     state = cached(stage.task, cache_dir)(inputs, relations, settings, code=stage.code(), return_state=True)
     if was_cached(state):
         log.info("sweep report: tables and tests of these predictions reused from the cache")
@@ -273,4 +282,11 @@ def report_of_sweep(tracking_uri: str, experiment: str, sweep: str | None, out: 
     report = log_sweep_report(client, parent, ReportSettings(config, beta, seed), out)
     if report is not None:
         log.info("%s", where_written(client, parent, out))
+    race = raced(client, parent)
+    if race is not None:  # a race: its report compares the survivors; the race says what happened to the rest
+        log.info("%s\n(the race table: the parent run's race/race.md%s)", race.split("\n\n")[1],
+                 f", copied to {Path(out).resolve() / 'race.md'}" if out is not None else "")
+        if out is not None:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            (Path(out) / "race.md").write_text(race)
     return report

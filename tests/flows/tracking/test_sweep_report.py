@@ -392,3 +392,18 @@ def test_children_without_predictions_make_no_report(sweep):
     child(KNN, {"opi_1": 0.2})
     settings = ReportSettings(ReportConfig(), 2.0, 5)
     assert sweep_configurations(client, parent, settings) == ([], [], settings)
+
+
+def test_the_report_s_cache_key_is_the_configurations_content_whatever_state_their_frames_are_in(tmp_path):
+    from flows.tracking.sweep_report import content_key
+    from opi.report import Configuration
+
+    frame = pd.DataFrame({"id": ["a", "b"], "similarity": [0.5, 0.25], "chunk_ids": [[1, 2], [3]]})
+    frame.to_parquet(tmp_path / "p.parquet")
+    read = pd.read_parquet(tmp_path / "p.parquet")
+    _ = read["similarity"].mean(), read.iloc[0]  # a frame that has been used
+    assert content_key([Configuration("kNN", "single", "kNN", frame)]) == \
+        content_key([Configuration("kNN", "single", "kNN", read)])
+    changed = read.assign(similarity=[0.5, 0.26])
+    assert content_key([Configuration("kNN", "single", "kNN", changed)]) != \
+        content_key([Configuration("kNN", "single", "kNN", frame)])
