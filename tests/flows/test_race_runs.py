@@ -14,7 +14,7 @@ SMALL = ("dataset.limit=96", "race.rounds=4", "race.min_clusters=3", "classifier
 
 
 @pytest.mark.slow
-def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_put_together(tmp_path, caplog):
+def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_put_together(tmp_path):
     log = run_cli("flows.cli.evaluate", tmp_path, "-m", "setup=knn,bm25,random", "sweep.strategy=race",
                   "race.metric=bertsim", *SMALL)
     assert ("racing 2 configurations on 96 examples in 4 rounds of whole clusters, by bertsim (alpha 0.05); the 1 "
@@ -61,12 +61,8 @@ def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_
     note = client.get_run(parent.info.run_id).data.tags["mlflow.note.content"]
     assert note.startswith("**Race.** Race of 2 configurations by bertsim") and "confidence" in note
     # opi-report on a raced sweep: the survivors' report, and the race
-    from flows.cli import report
-
-    with caplog.at_level("INFO", logger="opi"):
-        report.main(["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--sweep", parent.info.run_id,
-                     "--out", str(tmp_path / "copy")])
-    said = "\n".join(r.getMessage() for r in caplog.records)
+    said = run_cli("flows.cli.report", tmp_path, "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--sweep",
+                   parent.info.run_id, "--out", str(tmp_path / "copy"))
     assert "Race of 2 configurations by bertsim" in said and "the parent run's race/race.md" in said
     assert (tmp_path / "copy" / "race.md").read_text().startswith("# Race")
 
