@@ -105,6 +105,7 @@ def test_a_configuration_read_whole_from_the_cache_gets_its_traces_too(traced_sw
         assert span(trace, "RETRIEVER").outputs == span(first_traces[example_id], "RETRIEVER").outputs
 
 
+@pytest.mark.slow  # two more commands (~20 s); the default run stays near 8 minutes
 def test_a_cached_configuration_links_the_traces_of_the_run_that_computed_it(traced_sweep):
     folder, uri = traced_sweep
     same = ("flows.cli.evaluate", folder, "setup=knn", f"dataset.limit={EXAMPLES}", "classifier.folds=2",
