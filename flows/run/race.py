@@ -1,8 +1,8 @@
 """A racing sweep (``sweep.strategy=race``): the sweep's configurations evaluated round by round on whole clusters
 of the data (``opi.racing``), the ones significantly worse than the leader dropped after each round (``opi.race``,
 its asymptotic test), until one is left, the survivors tie within ``race.margin``, ``race.budget`` is spent or the
-data is exhausted. Then each configuration is evaluated once more, tracked, on the rounds it ran (its LLM replies
-and vectors come from the caches the rounds filled: nothing is paid twice): those are the sweep's MLflow runs, and
+data is exhausted. Then each configuration gets one tracked run on the rounds it ran, put together from those
+rounds' kept results (``assembled``: nothing is computed or paid twice): those are the sweep's MLflow runs, and
 they record the race's outcome (``race.json`` in the sweep's folder, ``flows.tracking.race_report``, read by
 ``race.record`` jobs and by the parent run).
 
@@ -49,14 +49,14 @@ def race_metric(config: OPIConfig) -> str:
     return beta_key(config.metrics.beta) if config.relations.gold != "none" else "bertsim"
 
 
-def metric_problem(config: OPIConfig, columns: Sequence[str] = ()) -> str | None:
+def metric_problem(config: OPIConfig) -> str | None:
     """Why the sweep cannot race on its metric (None: it can): one it does not compute."""
     metric = race_metric(config)
     if metric.startswith(RELATION_METRICS) and config.relations.gold == "none":
         return f"race.metric={metric} needs gold relations, and this sweep has none (relations.gold=none)"
     if metric == "bertsim" or metric == "lrcr" or metric.startswith("opi_"):
         return None
-    if metric in PER_EXAMPLE or metric.startswith(("ndcg_at_", "recall_at_")) or metric in columns:
+    if metric in PER_EXAMPLE or metric.startswith(("ndcg_at_", "recall_at_")):
         return None
     return (f"race.metric={metric} is not a per-example metric this sweep computes: choose bertsim, lrcr, "
             f"opi_<β>, ndcg_at_<k>, recall_at_<k>, mrr or evidence_recall")
@@ -104,10 +104,10 @@ class RaceRun:
     JobReturns."""
 
     def __init__(self, jobs: list[list[str]], config: OPIConfig, examples: Sequence, launch: Callable,
-                 sweep_dir: Path, bounds: Sequence[int] = ()):
+                 bounds: Sequence[int] = ()):
         """``bounds``: the indexes of jobs that are bounds (random, oracle): reference points, not raced; each is
         run once, tracked, on the rounds the race ran."""
-        self.config, self.launch, self.sweep_dir = config, launch, Path(sweep_dir)
+        self.config, self.launch = config, launch
         names = labels_of(jobs)
         self.bounds = [(job, name) for i, (job, name) in enumerate(zip(jobs, names)) if i in set(bounds)]
         self.jobs = [job for i, job in enumerate(jobs) if i not in set(bounds)]
@@ -119,7 +119,6 @@ class RaceRun:
         self.race = Race(self.labels, sum(map(len, self.plan)), settings.alpha, "asymptotic", settings.min_clusters)
         self.total = {label: 0.0 for label in self.labels}
         self.seen = {label: 0 for label in self.labels}
-        self.examples = {label: 0 for label in self.labels}
         self.rounds_run = {label: 0 for label in self.labels}
         self.spent, self.each = Spent(), {label: Spent() for label in self.labels}
         self.grid_examples = len(examples) * len(self.jobs)  # the raced configurations' grid
@@ -129,7 +128,7 @@ class RaceRun:
         settings = self.config.race
         for number, clusters in enumerate(self.plan, start=1):
             alive = self.race.alive
-            batch = [[*self.jobs[self.labels.index(label)], *self.round_overrides(number, number)]
+            batch = [[*self.jobs[self.labels.index(label)], *self.round_overrides(number)]
                      for label in alive]
             scores = {}
             for label, returned in zip(alive, self.launch(batch)):
@@ -137,7 +136,6 @@ class RaceRun:
                 scores[label] = cluster_scores(rows, self.metric)
                 self.each[label].add(len(rows), metrics)
                 self.spent.add(len(rows), metrics)
-                self.examples[label] += len(rows)
                 self.rounds_run[label] = number
                 self.total[label] += sum(scores[label].get(cluster, 0.0) for cluster in clusters)
                 self.seen[label] += len(clusters)
@@ -145,7 +143,7 @@ class RaceRun:
                 if len(self.race.alive) > 1:
                     self.race.observe({label: scores[label].get(cluster, 0.0) for label in self.race.alive})
             log.info("round %d/%d: %d examples so far, %d of %d configurations left, %s", number, len(self.plan),
-                     self.examples[alive[0]], len(self.race.alive), len(self.labels), self.spent.line())
+                     self.each[alive[0]].examples, len(self.race.alive), len(self.labels), self.spent.line())
             if len(self.race.alive) == 1:
                 self.stopped = "one configuration was left"
                 break
@@ -157,10 +155,10 @@ class RaceRun:
                 break
         return self.outcome()
 
-    def round_overrides(self, first: int, last: int) -> list[str]:
+    def round_overrides(self, number: int) -> list[str]:
         """A round's job: its part of the data, untracked (the race logs each configuration once, at the end)."""
-        return [f"dataset.rounds={self.config.race.rounds}", f"dataset.rounds_from={first}",
-                f"dataset.rounds_to={last}", "tracking.enabled=false", "report.enabled=false"]
+        return [f"dataset.rounds={self.config.race.rounds}", f"dataset.rounds_from={number}",
+                f"dataset.rounds_to={number}", "tracking.enabled=false", "report.enabled=false"]
 
     def leader(self) -> str:
         alive = self.race.alive
@@ -176,7 +174,7 @@ class RaceRun:
                 difference, low, high = self.race.difference(label, by)
             outcomes[" ".join(job)] = Outcome(
                 label, "eliminated" if label in dropped else "survivor", self.rounds_run[label], self.seen[label],
-                self.examples[label], self.total[label] / max(self.seen[label], 1), by if by != label else None,
+                self.each[label].examples, self.total[label] / max(self.seen[label], 1), by if by != label else None,
                 *(finite(v) for v in (difference, low, high)), asdict(self.each[label]))
         last = max(self.rounds_run.values())
         for job, label in self.bounds:

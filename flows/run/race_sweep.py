@@ -28,7 +28,7 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
     examples = load_data(config).examples
     sweep_dir = Path(sweeper.config.hydra.sweep.dir)
     bounds = [i for i, c in enumerate(configurations) if any(m.bound for m in c.members().values())]
-    run = RaceRun(jobs, config, examples, sweeper.launch, sweep_dir, bounds)
+    run = RaceRun(jobs, config, examples, sweeper.launch, bounds)
     log.info("racing %d configurations on %d examples in %d rounds of whole clusters, by %s (alpha %g)%s",
              len(run.jobs), len(examples), len(run.plan), run.metric, config.race.alpha,
              f"; the {len(bounds)} bound(s) run once, at the end, on the rounds the race ran" if bounds else "")

@@ -96,7 +96,7 @@ def test_a_race_drops_the_clearly_worse_rounds_by_round_and_records_what_each_ra
     jobs = [["setup=knn"], ["setup=bm25"], ["setup=random"]]
     cfg = config("sweep.strategy=race", "race.metric=bertsim", "race.rounds=8", "race.min_clusters=5",
                  "race.margin=0")
-    run = RaceRun(jobs, cfg, data, fake, tmp_path)
+    run = RaceRun(jobs, cfg, data, fake)
     outcome = run.run()
     # round 1 (5 clusters): random, 0.6 below, is dropped; knn and bm25, 0.01 apart in noise of +-0.1, race on
     # to the end of the data
@@ -127,7 +127,7 @@ def test_survivors_within_the_margin_are_a_tie_and_the_race_stops(tmp_path):
     data = examples(40)
     fake = FakeJobs(tmp_path, data, {"knn": 0.5, "bm25": 0.5}, noise=0.01)
     outcome = RaceRun([["setup=knn"], ["setup=bm25"]], config("sweep.strategy=race", "race.metric=bertsim",
-                      "race.rounds=4", "race.margin=0.05"), data, fake, tmp_path).run()
+                      "race.rounds=4", "race.margin=0.05"), data, fake).run()
     assert outcome["stopped"].startswith("the survivors were within race.margin=0.05") and len(fake.batches) == 1
 
 
@@ -135,13 +135,13 @@ def test_a_race_without_a_clear_difference_runs_until_the_data_or_the_budget_end
     data = examples(40)
     jobs = [["setup=knn"], ["setup=bm25"]]
     base = ["sweep.strategy=race", "race.metric=bertsim", "race.rounds=4", "race.margin=0"]
-    outcome = RaceRun(jobs, config(*base), data, FakeJobs(tmp_path / "a", data, {"knn": 0.5, "bm25": 0.5}),
-                      tmp_path).run() if (tmp_path / "a").mkdir() is None else None
+    (tmp_path / "a").mkdir()
+    outcome = RaceRun(jobs, config(*base), data, FakeJobs(tmp_path / "a", data, {"knn": 0.5, "bm25": 0.5})).run()
     assert outcome["stopped"] == "the data was exhausted" and len(outcome["survivors"]) == 2
     assert outcome["spent"]["examples"] == 160  # every example, both configurations
     (tmp_path / "b").mkdir()
     fake = FakeJobs(tmp_path / "b", data, {"knn": 0.5, "bm25": 0.5})
-    outcome = RaceRun(jobs, config(*base, "race.budget=50"), data, fake, tmp_path).run()
+    outcome = RaceRun(jobs, config(*base, "race.budget=50"), data, fake).run()
     assert outcome["stopped"] == "race.budget=50 examples was spent" and len(fake.batches) == 2  # 40, then 80
 
 
@@ -150,7 +150,7 @@ def test_bounds_are_not_raced_but_run_once_on_the_rounds_the_race_ran(tmp_path):
     fake = FakeJobs(tmp_path, data, {"knn": 0.5, "bm25": 0.5, "random": 0.1}, noise=0.2)
     run = RaceRun([["setup=knn"], ["setup=bm25"], ["setup=random"]],
                   config("sweep.strategy=race", "race.metric=bertsim", "race.rounds=4", "race.budget=50"),
-                  data, fake, tmp_path, bounds=[2])
+                  data, fake, bounds=[2])
     outcome = run.run()
     assert all("setup=random" not in job for batch in fake.batches for job in batch)  # never in a round
     assert outcome["jobs"]["setup=random"]["outcome"] == "bound" and outcome["grid_examples"] == 160
