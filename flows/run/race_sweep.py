@@ -2,6 +2,7 @@
 outcome written to the sweep's folder, then each configuration's tracked run on the rounds it ran."""
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,8 @@ from flows.run.config import typed
 from flows.run.data import load_data
 from flows.run.preflight import prepared
 from flows.run.race import RaceRun
-from flows.tracking.race_report import verdict, write_outcome
+from flows.run.outputs import write_atomically
+from flows.tracking.race_report import RACE_FILE, verdict
 from opi.schemas import OPIConfig
 from hydra_plugins.opi_sweeper import composed_before
 
@@ -34,7 +36,7 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
              f"; the {len(bounds)} bound(s) run once, at the end, on the rounds the race ran" if bounds else "")
     start_sweep(None)  # the rounds launch an unknown number of jobs: the progress lines count without a total
     outcome = run.run()
-    write_outcome(sweep_dir, outcome)
+    write_atomically(sweep_dir / RACE_FILE, lambda path: path.write_text(json.dumps(outcome, indent=1)))
     log.info("%s", verdict(outcome))
     sweeper.launch(run.record_jobs())
 

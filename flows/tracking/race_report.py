@@ -1,6 +1,7 @@
-"""A race's outcome (``race.json`` in its sweep's folder, written by ``flows.run.race``) on its sweep's parent run: the race table (``race/race.csv``, ``race/race.md``), the verdict
-with its guarantee first in the run's description, and the tag ``opi.race`` (a raced sweep: its eliminated runs
-saw fewer examples, so its tables are not a full grid's)."""
+"""A race's outcome (``race.json`` in its sweep's folder, written by ``flows.run.race_sweep``) on its sweep's parent
+run: the race table (``race/race.csv``, ``race/race.md``), the verdict with its guarantee first in the run's
+description, and the tag ``opi.race`` (a raced sweep: its eliminated runs saw fewer examples, so its tables are not
+a full grid's)."""
 from __future__ import annotations
 
 import json
@@ -28,14 +29,6 @@ def log_race(client: MlflowClient, parent_run_id: str, outcome: dict[str, Any]) 
                                                 f"\n\n{before}"))
     client.set_tag(parent_run_id, "opi.race", f"{len(outcome['survivors'])} of {outcome['configurations']} "
                                               f"survived, by {outcome['metric']}")
-
-
-def write_outcome(sweep_dir: Path, outcome: dict[str, Any]) -> Path:
-    path = Path(sweep_dir) / RACE_FILE
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(outcome, indent=1))
-    partial.replace(path)
-    return path
 
 
 def read_outcome(sweep_dir: str | Path) -> dict[str, Any] | None:

@@ -12,7 +12,8 @@ from omegaconf import OmegaConf
 from flows.run.config import compose_config, typed
 from flows.run.preflight import race_problem
 from flows.run.race import RaceRun, job_key, labels_of, metric_problem, outcome_tags, race_metric
-from flows.tracking.race_report import race_table, read_outcome, verdict, write_outcome
+from flows.run.outputs import write_atomically
+from flows.tracking.race_report import RACE_FILE, race_table, read_outcome, verdict
 from opi.data import Example
 from opi.racing import rounds_of
 
@@ -119,7 +120,7 @@ def test_a_race_drops_the_clearly_worse_rounds_by_round_and_records_what_each_ra
     table = race_table(outcome)
     assert list(table["configuration"])[2] == "setup=random"
     assert list(table["outcome"]) == ["survivor", "survivor", "eliminated"]
-    write_outcome(tmp_path, outcome)
+    write_atomically(tmp_path / RACE_FILE, lambda path: path.write_text(json.dumps(outcome)))
     assert read_outcome(tmp_path) == json.loads(json.dumps(outcome))
 
 
