@@ -1,5 +1,6 @@
 """opi.metrics.retrieval: recall@k, nDCG@k and MRR against the gold evidence, computed by hand."""
 import math
+import random
 
 import pytest
 
@@ -133,3 +134,24 @@ def test_under_sentence_a_chunk_holding_a_whole_sentence_of_the_evidence_is_rele
     assert columns["recall_at_2"] == [1.0, 0.4, 0.0] and "evidence_longer_than_chunk" not in columns
     with pytest.raises(ValueError, match="evidence_match must be one of"):
         retrieval_columns(examples, rankings, ARTICLES, ks=[1], evidence_match="part")
+
+
+def test_ndcg_by_its_pattern_equals_scikit_learn_on_every_chunk_exactly():
+    """``ndcg_at`` scores a ranking by its gains, depth and counts (memoized); the value is scikit-learn's on the
+    whole index, with the ranked chunks where they are, to the last bit."""
+    from sklearn.metrics import ndcg_score
+
+    rng = random.Random(7)
+    for _ in range(400):
+        n_chunks = rng.randint(1, 40)
+        depth = rng.randint(1, n_chunks)
+        ranked = rng.sample(range(n_chunks), depth)
+        relevant = set(rng.sample(range(n_chunks), rng.randint(1, min(n_chunks, 5))))
+        k = rng.choice([1, 2, 4, 8, 20])
+        padding = max(k - depth, 1)
+        y_true = [int(i in relevant) for i in range(n_chunks)] + [0] * padding
+        y_score = [0.0] * n_chunks + [0.5] * padding
+        for rank, i in enumerate(ranked):
+            y_score[i] = float(depth - rank)
+        expected = float(ndcg_score([y_true], [y_score], k=k))
+        assert ndcg_at(Ranking.by_position(ranked), relevant, n_chunks, k) == expected
