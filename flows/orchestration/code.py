@@ -13,11 +13,17 @@ import ast
 import hashlib
 import importlib.util
 import inspect
+import json
+import os
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
 LIBRARY = "opi"
+IMPORTS_FILE = "code-imports.json"  # what each module imports, by its file's stamp (``remember_imports``)
+_IMPORTS: dict[str, Any] = {"folder": None, "entries": {}, "changed": False}
+_IMPORTS_LOCK = threading.Lock()  # stages key their results from several threads
 
 
 def module_of(thing: Any) -> str:
@@ -53,7 +59,20 @@ def module_file(name: str) -> Path | None:
 
 def imported_modules(name: str, path: Path) -> set[str]:
     """Every module that ``import`` statements anywhere in ``path`` (module ``name``) name: ``from a.b import c``
-    gives ``a.b`` and, where it is a module, ``a.b.c``; relative imports are resolved."""
+    gives ``a.b`` and, where it is a module, ``a.b.c``; relative imports are resolved. Remembered by the file's
+    stamp (in this process, and across processes where ``remember_imports`` names a folder)."""
+    key, stamp = f"{name} {path}", list(_stamp(path))
+    entry = _IMPORTS["entries"].get(key)
+    if isinstance(entry, list) and len(entry) == 3 and entry[:2] == stamp:
+        return set(entry[2])
+    found = parsed_imports(name, path)
+    with _IMPORTS_LOCK:
+        _IMPORTS["entries"][key] = [*stamp, sorted(found)]
+        _IMPORTS["changed"] = True
+    return found
+
+
+def parsed_imports(name: str, path: Path) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in executed_nodes(ast.parse(source(path), str(path))):
@@ -67,6 +86,43 @@ def imported_modules(name: str, path: Path) -> set[str]:
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return {module for module in found if module}
+
+
+def remember_imports(folder: str | Path) -> None:
+    """Read and keep what modules import in ``folder``: a command then parses only the modules changed since
+    (parsing every module a result depends on costs ~0.4 s, which a cached configuration would wait for). The
+    file is ignored when this module's own source changes (the way imports are read may have)."""
+    folder = Path(folder)
+    if _IMPORTS["folder"] == folder:
+        return
+    _IMPORTS["folder"] = folder
+    try:
+        kept = json.loads((folder / IMPORTS_FILE).read_text())
+    except (OSError, ValueError):
+        return
+    if isinstance(kept, dict) and kept.get("reader") == _reader() and isinstance(kept.get("entries"), dict):
+        with _IMPORTS_LOCK:
+            _IMPORTS["entries"] = {**kept["entries"], **_IMPORTS["entries"]}
+
+
+def _save_imports() -> None:
+    with _IMPORTS_LOCK:
+        folder, changed = _IMPORTS["folder"], _IMPORTS["changed"]
+        if folder is None or not changed:
+            return
+        _IMPORTS["changed"] = False
+        text = json.dumps({"reader": _reader(), "entries": _IMPORTS["entries"]})
+    temporary = folder / f".{IMPORTS_FILE}.{os.getpid()}.{threading.get_ident()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(text)
+        os.replace(temporary, folder / IMPORTS_FILE)  # a reader sees the old file or the new, never half of one
+    except OSError:  # a read-only cache keeps nothing, and costs only the parsing
+        temporary.unlink(missing_ok=True)
+
+
+def _reader() -> str:
+    return hashlib.sha256(source(Path(__file__))).hexdigest()[:16]
 
 
 def executed_nodes(tree: ast.AST) -> Iterable[ast.AST]:
@@ -124,6 +180,7 @@ def code_version(*things: Any, files: Iterable[Path] = ()) -> str:
     """Hash of the source of ``things`` (modules, classes, functions, component instances) with everything they
     import inside ``opi`` and their own package, and of ``files``."""
     modules = sorted({m for thing in things for m in closure(module_of(thing))})
+    _save_imports()
     digest = hashlib.sha256()
     for module in modules:
         digest.update(module.encode() + b"\0" + source(module_file(module)) + b"\0")

@@ -24,13 +24,6 @@ def with_result_storage(task: Any, storage: Any) -> Any:
     return task
 
 
-def import_server_models() -> None:
-    """Prefect's client imports its server's SQLAlchemy models; MLflow's sqlite store configures *all* SQLAlchemy
-    mappers. Importing the models whole, before any thread starts, keeps MLflow from meeting them half-defined
-    ("Mapper[Flow(flow)] ... failed to locate a name ('FlowRun')")."""
-    import prefect.server.database.orm_models  # noqa: F401
-
-
 class RelativeResultKeys:
     """For a result-storage block: Prefect's ``ResultStore`` asks the block for ``_resolve_path`` (by ``getattr``;
     there is no public protocol) to turn a result's key into the storage key it records in the result's metadata,

@@ -14,7 +14,7 @@ from typing import Any
 from prefect.utilities.hashing import hash_objects
 
 from flows.orchestration.cache import read_kept, keep
-from flows.orchestration.code import code_version
+from flows.orchestration.code import code_version, remember_imports
 from flows.orchestration.runners import task_runner
 from flows.orchestration.server import run_flow
 from flows.orchestration.tasks import STAGES, RegisteredModel
@@ -37,6 +37,7 @@ def result_code(config: OPIConfig) -> str:
     and the flow code that assembles them."""
     used = ["opi.embeddings", *(module for stage in STAGES if stage.name != "sweep-report" for module in stage.uses)]
     files = [*(FLOWS / "run").glob("*.py"), *(FLOWS / "orchestration").glob("*.py")]
+    remember_imports(config.paths.cache_dir)
     return code_version(*used, "opi.metrics.configuration", "opi.metrics.retrieval", "opi.predictions",
                         *config.members().values(),
                         config.combination, config.rerank, config.llm.reader, config.classifier, files=files)

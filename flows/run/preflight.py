@@ -15,7 +15,6 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from flows.orchestration.prefect_adapter import import_server_models
 from flows.orchestration.server import ensure_api
 from flows.run.config import check_combination_settings, refuse_secrets, typed, unused_combination_settings
 from flows.run.data import Data, load_data, training_for
@@ -63,7 +62,6 @@ def prepared(config: OPIConfig) -> OPIConfig:
     config = resolve_gold(config, data)
     check_key_variable(config)
     ensure_api()
-    import_server_models()
     return config
 
 

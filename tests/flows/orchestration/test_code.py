@@ -1,5 +1,6 @@
 """Cache keys follow the code that produced the result: a stage's key covers the modules it runs and what they
 import inside opi (and a user's own component's package), not every file of opi."""
+import json
 import os
 import sys
 import textwrap
@@ -108,3 +109,58 @@ def test_a_component_of_your_own_is_keyed_on_its_source(tmp_path, monkeypatch):
 @pytest.mark.parametrize("stage", tasks.STAGES, ids=lambda stage: stage.name)
 def test_every_stage_names_the_modules_it_calls(stage):
     assert stage.uses and all(code.module_file(module) is not None for module in stage.uses)
+
+
+@pytest.fixture
+def fresh_process(monkeypatch):
+    """``code`` as a new process meets it: nothing remembered yet; returns a function that forgets again."""
+    def forget():
+        monkeypatch.setattr(code, "_IMPORTS", {"folder": None, "entries": {}, "changed": False})
+        code.closure.cache_clear()
+    forget()
+    yield forget
+    code.closure.cache_clear()
+
+
+def test_a_new_process_reads_what_modules_import_from_the_folder_and_parses_only_edited_ones(
+        tmp_path, monkeypatch, fresh_process):
+    package = tmp_path / "src" / "kept"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "main.py").write_text("from . import helper\n")
+    (package / "helper.py").write_text("")
+    (package / "later.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    code.remember_imports(tmp_path / "cache")
+    first = code.code_version("kept.main")
+    assert (tmp_path / "cache" / code.IMPORTS_FILE).is_file()
+
+    fresh_process()
+    parsed = []
+    real = code.parsed_imports
+    monkeypatch.setattr(code, "parsed_imports", lambda name, path: parsed.append(name) or real(name, path))
+    code.remember_imports(tmp_path / "cache")
+    assert code.code_version("kept.main") == first and parsed == []  # every module's imports read, none parsed
+
+    fresh_process()
+    (package / "main.py").write_text("from . import helper, later\n")
+    os.utime(package / "main.py", ns=(1, 1))
+    code.remember_imports(tmp_path / "cache")
+    assert "kept.later" in code.closure("kept.main")
+    assert sorted(parsed) == ["kept.later", "kept.main"]  # the edited module, and the one it now imports
+
+
+def test_remembered_imports_of_another_reader_or_a_damaged_file_are_not_used(tmp_path, monkeypatch, fresh_process):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    path = code.module_file("opi.secrets")
+    status = path.stat()
+    wrong = {f"opi.secrets {path}": [status.st_mtime_ns, status.st_size, ["opi.report"]]}
+    (cache / code.IMPORTS_FILE).write_text(json.dumps({"reader": "another", "entries": wrong}))
+    code.remember_imports(cache)
+    assert "opi.report" not in code.closure("opi.secrets")
+
+    fresh_process()
+    (cache / code.IMPORTS_FILE).write_text("{not json")
+    code.remember_imports(cache)
+    assert "opi.secrets" in code.closure("opi.secrets") and "opi.report" not in code.closure("opi.secrets")

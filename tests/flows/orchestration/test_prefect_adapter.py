@@ -32,7 +32,9 @@ def run_twice():
     task_fn = cached(double, sys.argv[1])
     return [task_fn(21, return_state=True) for _ in range(2)]
 
-print(json.dumps([[state.result(), was_cached(state)] for state in run_flow(run_twice)]))
+states = run_flow(run_twice)
+print(json.dumps([[state.result(), was_cached(state)] for state in states]))
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("prefect.server.database"))))
 """
 
 
@@ -41,13 +43,28 @@ def double(value: int) -> int:
     return 2 * value
 
 
-def test_a_cache_hit_is_still_named_cached(tmp_path):
-    result = subprocess.run([sys.executable, "-c", TWICE, str(tmp_path / "cache")], capture_output=True, text=True,
-                            env=cli_environment(tmp_path), timeout=600)
+@pytest.fixture(scope="module")
+def flow_run_twice(tmp_path_factory) -> list[str]:
+    """The printed lines of TWICE: a cached task called twice in a flow, against a temporary server."""
+    folder = tmp_path_factory.mktemp("twice")
+    result = subprocess.run([sys.executable, "-c", TWICE, str(folder / "cache")], capture_output=True, text=True,
+                            env=cli_environment(folder), timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    first, second = json.loads(result.stdout.strip().splitlines()[-1])
+    return result.stdout.strip().splitlines()
+
+
+def test_a_cache_hit_is_still_named_cached(flow_run_twice):
+    first, second = json.loads(flow_run_twice[-2])
     assert first == [42, False] and second[0] == 42, CHECKED
     assert second[1], f"a cache hit's state is no longer named 'Cached' {CHECKED}"
+
+
+def test_a_flow_run_imports_none_of_the_servers_database_models(flow_run_twice):
+    """MLflow's SQLite store configures every SQLAlchemy mapper in the process; Prefect's server models imported
+    half (a client importing them while MLflow writes) broke it ("failed to locate a name ('FlowRun')"). Against
+    a server process, a flow run imports none of them, so OPI does not import them either."""
+    imported = json.loads(flow_run_twice[-1])
+    assert imported == [], f"Prefect's client imports its server's models {CHECKED}: {imported[:3]}"
 
 
 def test_a_task_still_refuses_an_unsaved_storage_block_in_its_constructor(tmp_path):
