@@ -1,20 +1,25 @@
 """Bridges to LangChain: any LangChain retriever as one of ours (``retriever=langchain``), and ours as a LangChain
-``BaseRetriever``."""
+``BaseRetriever`` (``as_langchain``). LangChain is imported where it is used: every command reads this module for
+the option's settings, and most never call LangChain (~0.3 s)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
-
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
-from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
+from typing import TYPE_CHECKING, Any, Optional
 
 from opi.chunking import Chunk
 from opi.retrievers.base import Ranking, Retriever
 from opi.schemas import EmbeddingOverride
 
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    from opi.retrievers.langchain_bridge import OPIRetriever
+
 
 def chunk_documents(chunks: list[Chunk]) -> list[Document]:
+    from langchain_core.documents import Document
+
     return [Document(page_content=c.text, metadata={"doc_id": c.doc_id, "chunk_idx": c.idx}) for c in chunks]
 
 
@@ -58,17 +63,8 @@ class LangChainRetriever(Retriever):
                 for question in questions]
 
 
-class OPIRetriever(BaseRetriever):
-    """One of our retrievers over one article's chunks, usable wherever LangChain expects a retriever."""
-
-    retriever: Any
-    chunks: list
-
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        (ranking,) = self.retriever.rank([query], self.chunks, self.retriever.k)
-        documents = chunk_documents(self.chunks)
-        return [documents[i] for i in ranking.chunk_ids]
-
-
 def as_langchain(retriever: Retriever, chunks: list[Chunk]) -> OPIRetriever:
+    """``retriever`` over one article's ``chunks``, usable wherever LangChain expects a retriever."""
+    from opi.retrievers.langchain_bridge import OPIRetriever
+
     return OPIRetriever(retriever=retriever, chunks=chunks)
