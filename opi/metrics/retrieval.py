@@ -83,17 +83,22 @@ def ndcg_at(ranking: Ranking, relevant: AbstractSet[int], n_chunks: int, k: int)
     scikit-learn averages the gains of tied scores, so chunks the ranking leaves out (tied, below every ranked
     chunk) would earn part credit when ``k`` is deeper than the ranking. Placeholders of gain 0 between the ranked
     and the unranked chunks fill the ranks the ranking does not reach, as a shorter run is scored by trec_eval."""
-    return _ndcg(n_chunks, k, tuple(int(i in relevant) for i in ranking.chunk_ids), len(relevant))
+    gains = [int(i in relevant) for i in ranking.chunk_ids]
+    return _ndcg(n_chunks, k, len(gains), tuple(gains[:k]), len(relevant))
 
 
 @lru_cache(maxsize=1 << 16)
-def _ndcg(n_chunks: int, k: int, gains: tuple[int, ...], n_relevant: int) -> float:
-    """scikit-learn's nDCG@k of a ranking with these ``gains`` (ranked chunks, in order) among ``n_chunks`` of
-    which ``n_relevant`` are relevant: all it depends on, since the unranked chunks are one tie whose gains it
-    averages. A sweep meets the same few patterns thousands of times; each call costs ~0.3 ms of input checks."""
+def _ndcg(n_chunks: int, k: int, depth: int, top_gains: tuple[int, ...], n_relevant: int) -> float:
+    """scikit-learn's nDCG@k of a ranking ``depth`` deep whose top k have ``top_gains``, among ``n_chunks`` of which
+    ``n_relevant`` are relevant: all its value depends on, to the last bit (below rank k the discount is 0, and the
+    unranked chunks are one tie whose gains it averages), so a sweep meeting the same few patterns thousands of
+    times computes each once (a call costs ~0.3 ms of input checks)."""
     from sklearn.metrics import ndcg_score
 
-    depth, unranked_relevant = len(gains), n_relevant - sum(gains)
+    rest = n_relevant - sum(top_gains)  # relevant chunks below rank k: ranked ones first, then unranked
+    ranked_below = min(rest, depth - len(top_gains))
+    gains = [*top_gains, *[1] * ranked_below, *[0] * (depth - len(top_gains) - ranked_below)]
+    unranked_relevant = rest - ranked_below
     padding = max(k - depth, 1)
     y_true = [*gains, *[1] * unranked_relevant, *[0] * (n_chunks - depth - unranked_relevant), *[0] * padding]
     y_score = [*(float(depth - rank) for rank in range(depth)), *[0.0] * (n_chunks - depth), *[0.5] * padding]

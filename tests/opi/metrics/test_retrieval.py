@@ -142,7 +142,7 @@ def test_ndcg_by_its_pattern_equals_scikit_learn_on_every_chunk_exactly():
     from sklearn.metrics import ndcg_score
 
     rng = random.Random(7)
-    for _ in range(400):
+    for _ in range(1500):
         n_chunks = rng.randint(1, 40)
         depth = rng.randint(1, n_chunks)
         ranked = rng.sample(range(n_chunks), depth)
