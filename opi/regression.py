@@ -115,22 +115,31 @@ def judge(current: Mapping[str, Mapping[str, float]], baseline: Mapping[str, Map
     shared = overlap(ids_of(current_rows), ids_of(baseline_rows)) if paired else None
     if shared is not None:
         shared.check(settings.min_overlap)
-    records, unpaired = [], []
+    records, unpaired, partial = [], [], {}
     for configuration in sorted(set(baseline) | set(current)):
         pair = _pair(configuration, current_rows, baseline_rows, shared)
         if pair is None and paired and configuration in baseline and configuration in current:
             unpaired.append(configuration)
+        elif pair is not None and len(pair[0]) < shared.shared:
+            partial[configuration] = len(pair[0])
         records += [_record(configuration, metric, current, baseline, pair, settings) for metric in GATED]
     table = _adjusted(pd.DataFrame.from_records(records, columns=COLUMNS), settings)
-    return Judgement(table, _notes(table, shared, unpaired, current_rows, settings))
+    notes = _notes(table, shared, unpaired, current_rows, settings)
+    return Judgement(table, notes + tuple(
+        f"{name}: judged on the {n} of the {shared.shared} shared examples that both its runs have (a raced "
+        "configuration eliminated early ran fewer)" for name, n in partial.items()))
 
 
 def _pair(configuration: str, current_rows: Rows | None, baseline_rows: Rows | None, shared: Overlap | None
           ) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """The configuration's rows tonight and in the baseline, on the shared examples (None unless both exist)."""
+    """The configuration's rows tonight and in the baseline, on the shared examples both of its runs have (None
+    unless both exist and have some): a configuration a race eliminated ran only its first rounds."""
     if shared is None or configuration not in current_rows or configuration not in baseline_rows:
         return None
-    return tuple(rows[configuration][rows[configuration]["id"].isin(shared.ids)].reset_index(drop=True)
+    ids = shared.ids & set(current_rows[configuration]["id"]) & set(baseline_rows[configuration]["id"])
+    if not ids:
+        return None
+    return tuple(rows[configuration][rows[configuration]["id"].isin(ids)].reset_index(drop=True)
                  for rows in (current_rows, baseline_rows))
 
 
@@ -190,7 +199,8 @@ def _notes(table: pd.DataFrame, shared: Overlap | None, unpaired: list[str], cur
         notes += [f"paired permutation tests by {shown.unit}{missing}: {shown.describe()}; the {tested} p-values "
                   f"Benjamini-Hochberg adjusted together; a regression is a drop larger than {settings.tolerance} "
                   f"at adjusted p < {settings.alpha}", shown.warning]
-    notes += [f"{name}: no per-example predictions on one side: judged by the tolerance alone" for name in unpaired]
+    notes += [f"{name}: no per-example predictions of the same examples on both sides: judged by the tolerance alone"
+              for name in unpaired]
     return tuple(note for note in notes if note)
 
 

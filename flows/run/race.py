@@ -172,13 +172,13 @@ class RaceRun:
             difference = low = high = None
             if by != label:
                 difference, low, high = self.race.difference(label, by)
-            outcomes[" ".join(job)] = Outcome(
+            outcomes[job_key(job)] = Outcome(
                 label, "eliminated" if label in dropped else "survivor", self.rounds_run[label], self.seen[label],
                 self.each[label].examples, self.total[label] / max(self.seen[label], 1), by if by != label else None,
                 *(finite(v) for v in (difference, low, high)), asdict(self.each[label]))
         last = max(self.rounds_run.values())
         for job, label in self.bounds:
-            outcomes[" ".join(job)] = Outcome(label, "bound", last, 0, 0, float("nan"))
+            outcomes[job_key(job)] = Outcome(label, "bound", last, 0, 0, float("nan"))
         return {"metric": self.metric, "alpha": self.config.race.alpha, "margin": self.config.race.margin,
                 "rounds": len(self.plan), "clusters": self.race.clusters, "configurations": len(self.labels),
                 "stopped": self.stopped, "spent": asdict(self.spent), "grid_examples": self.grid_examples,
@@ -206,10 +206,6 @@ def outputs_of(returned: Any) -> tuple[pd.DataFrame, dict[str, float]]:
     folder = Path(returned.hydra_cfg.hydra.runtime.output_dir)
     metrics = json.loads((folder / "metrics.json").read_text())
     return pd.read_parquet(folder / "predictions.parquet"), {k: v for k, v in metrics.items() if v is not None}
-
-
-
-
 
 
 def race_tags(config: OPIConfig) -> dict[str, str]:

@@ -94,6 +94,25 @@ def test_a_baseline_on_fewer_examples_is_compared_on_the_examples_both_runs_shar
     assert at(table, "kNN", "bertsim") == "regression"
 
 
+def test_a_configuration_a_race_eliminated_early_is_judged_on_the_examples_it_ran():
+    """A raced night: S-Two was eliminated after its first 16 of 48 examples, the others ran all 48. Each is paired
+    with the baseline on the examples both of its runs have, and a line says S-Two's were fewer."""
+    rng = np.random.default_rng(3)
+    similarity, correct = rng.uniform(0.3, 0.9, 48), rng.random(48) < 0.5
+    champion = {name: rows(similarity, correct, per_article=4) for name in ("kNN", "S-Two")}
+    tonight = {"kNN": rows(similarity, correct, per_article=4),
+               "S-Two": rows(np.clip(similarity[:16] - 0.3, 0, 1), correct[:16], per_article=4)}
+    judgement = judge(numbers(tonight), numbers(champion), tonight, champion, GateSettings(permutations=999))
+    ran = champion["S-Two"].iloc[:16]
+    expected = compare(tonight["S-Two"], ran, "bertsim", resamples=999, unit="article")
+    assert at(judgement.table, "S-Two", "bertsim", "baseline") == pytest.approx(ran["similarity"].mean())
+    assert at(judgement.table, "S-Two", "bertsim", "change") == pytest.approx(expected.difference)
+    assert at(judgement.table, "S-Two", "bertsim", "p_value") == pytest.approx(expected.p_value)
+    assert at(judgement.table, "kNN", "bertsim", "change") == 0
+    assert judgement.notes[-1] == ("S-Two: judged on the 16 of the 48 shared examples that both its runs have (a "
+                                   "raced configuration eliminated early ran fewer)")
+
+
 def test_too_few_shared_examples_are_refused_not_judged_by_the_tolerance():
     similarity, correct = np.linspace(0.3, 0.9, 400), np.arange(400) % 3 == 0
     champion = {"kNN": rows(similarity, correct)}

@@ -8,6 +8,7 @@ import mlflow
 import pandas as pd
 import pytest
 
+from flows.tracking.sweeps import children
 from tests.flows.nightly.servers import client_of, deployment, prefect_server, started, stop
 from tests.helpers.cli import processes_with_env, run_cli
 from tests.helpers.paths import ROOT as REPOSITORY
@@ -75,6 +76,27 @@ def test_the_gate_compares_on_the_examples_both_runs_share_and_refuses_too_few(t
     assert (f"baseline run {runs[1].info.run_id}: tonight's run has 20 of the baseline's 52 examples (38%, tonight "
             "20), below min_overlap 90%") in refused
     assert "Launching" not in refused and len(sweeps(tmp_path)[1]) == 2  # refused before any work
+
+
+@pytest.mark.slow
+def test_a_raced_night_judges_an_eliminated_configuration_on_the_rounds_it_ran(tmp_path):
+    """The nightly races too: EDI, dropped after the first of 4 rounds (a lax alpha, to drop one on 52 examples), is
+    judged against the champion on its 13 examples, the survivors on all 52; one line says so."""
+    raced = ["hydra.sweeper.params.setup='knn,edi,s_two'", "sweep.strategy=race", "race.rounds=4",
+             "race.min_clusters=2", "race.margin=0", "race.metric=bertsim",
+             *[s for s in SET if not s.startswith("hydra.sweeper")], "dataset.sample=52"]
+    run_cli("flows.cli.nightly", tmp_path, "run", "--promote", *raced)
+    night = run_cli("flows.cli.nightly", tmp_path, "run", *raced, "race.alpha=0.9")
+    assert ("EDI | extractive | local-clf: judged on the 13 of the 52 shared examples that both its runs have"
+            in night)
+    assert "no regression against run" in night
+    client, runs = sweeps(tmp_path)
+    outcomes = {run.data.tags["opi.setup"]: (run.data.tags["opi.race.outcome"], run.data.tags.get("opi.race.rounds_run"))
+                for run in children(client, runs[1].info.run_id)}
+    assert outcomes == {"EDI": ("eliminated", "1 of 4"), "kNN": ("survivor", "4 of 4"),
+                        "S-Two": ("survivor", "4 of 4")}
+    verdicts = pd.read_csv(client.download_artifacts(runs[1].info.run_id, "nightly/verdicts.csv", str(tmp_path)))
+    assert len(verdicts) == 9 and set(verdicts["verdict"]) == {"ok"}
 
 
 @pytest.mark.slow

@@ -194,3 +194,15 @@ def test_a_tracked_run_is_its_rounds_put_together_scored_once():
     assert result.metrics["llm_answer_calls"] == 3.0 and result.metrics["classifier_cv_accuracy"] == 0.4  # shared
     assert result.metrics["bertsim_ci_low"] == expected["bertsim_ci_low"]  # the bootstrap sees the data's order
     assert list(result.predictions["id"]) == ["e1", "e2", "e3"] and set(result.traces) == {"e1", "e2", "e3"}
+
+
+def test_a_tracked_run_finds_its_outcome_when_the_sweep_sets_what_the_rounds_also_set(tmp_path):
+    """A sweep of the user's with ``report.enabled=false`` (the nightly's set has it; the rounds add it too): the
+    tracked runs, keyed by their own overrides, still find their entries in race.json."""
+    data = examples(40)
+    jobs = [["setup=knn", "report.enabled=false"], ["setup=bm25", "report.enabled=false"]]
+    run = RaceRun(jobs, config("sweep.strategy=race", "race.metric=bertsim", "race.rounds=4", "race.margin=0"), data,
+                  FakeJobs(tmp_path, data, {"knn": 0.5, "bm25": 0.5}))
+    outcome = json.loads(json.dumps(run.run()))
+    for tracked in run.record_jobs():
+        assert outcome_tags(outcome, job_key(tracked))["opi.race.outcome"] == "survivor"
