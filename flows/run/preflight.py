@@ -284,6 +284,11 @@ def job_config(config: DictConfig, loader: Any, job: list[str], keep: bool = Fal
     composed_job = loader.load_sweep_config(config, list(job))
     if keep:
         keep_composed(config, job, copy.deepcopy(composed_job))
+    return without_hydra(composed_job)
+
+
+def without_hydra(composed_job: DictConfig) -> tuple[DictConfig, dict]:
+    """A composed job's configuration without Hydra's settings (changed in place), and the options it chose."""
     choices = dict(composed_job.hydra.runtime.choices)
     with open_dict(composed_job):
         composed_job.pop("hydra", None)

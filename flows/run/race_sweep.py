@@ -7,13 +7,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from omegaconf import open_dict
-
 from flows.base.errors import run_or_explain
 from flows.base.progress import start_sweep
 from flows.run.config import typed
 from flows.run.data import load_data
-from flows.run.preflight import prepared
+from flows.run.preflight import prepared, without_hydra
 from flows.run.race import RaceRun
 from flows.run.outputs import write_atomically
 from flows.tracking.race_report import RACE_FILE, verdict
@@ -46,8 +44,5 @@ def typed_job(sweeper: Any, job: list[str]) -> OPIConfig:
     composed = composed_before(sweeper.config, job)
     if composed is None:
         composed = sweeper.loader.loader.load_sweep_config(sweeper.config, list(job))
-    composed = composed.copy()
-    choices = dict(composed.hydra.runtime.choices)
-    with open_dict(composed):
-        composed.pop("hydra", None)
-    return typed(composed, list(job), choices)
+    settings, choices = without_hydra(composed.copy())
+    return typed(settings, list(job), choices)
