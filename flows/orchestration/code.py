@@ -14,11 +14,12 @@ import hashlib
 import importlib.util
 import inspect
 import json
-import os
 import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
+
+from flows.orchestration.files import write_atomically
 
 LIBRARY = "opi"
 IMPORTS_FILE = "code-imports.json"  # what each module imports, by its file's stamp (``remember_imports``)
@@ -106,19 +107,17 @@ def remember_imports(folder: str | Path) -> None:
 
 
 def _save_imports() -> None:
-    with _IMPORTS_LOCK:
+    with _IMPORTS_LOCK:  # one writer at a time in this process; other processes write under their own names
         folder, changed = _IMPORTS["folder"], _IMPORTS["changed"]
         if folder is None or not changed:
             return
         _IMPORTS["changed"] = False
         text = json.dumps({"reader": _reader(), "entries": _IMPORTS["entries"]})
-    temporary = folder / f".{IMPORTS_FILE}.{os.getpid()}.{threading.get_ident()}"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        temporary.write_text(text)
-        os.replace(temporary, folder / IMPORTS_FILE)  # a reader sees the old file or the new, never half of one
-    except OSError:  # a read-only cache keeps nothing, and costs only the parsing
-        temporary.unlink(missing_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_atomically(folder / IMPORTS_FILE, lambda path: path.write_text(text))
+        except OSError:  # a read-only cache keeps nothing, and costs only the parsing
+            pass
 
 
 def _reader() -> str:

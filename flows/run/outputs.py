@@ -4,12 +4,12 @@ renames its children by what varies in the sweep, ``flows.tracking.sweep_report`
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Callable
 
 from hydra.core.hydra_config import HydraConfig
 
+from flows.orchestration.files import write_atomically
 from flows.run.identity import component_embeddings, describe, effective_settings, live_stores
 from flows.run.race import race_tags
 from flows.run.redaction import scrub_files
@@ -52,13 +52,6 @@ def store_tags(config: OPIConfig) -> dict[str, str]:
     """The vector store a configuration evaluated (``retriever=vectorstore``): where, and its server's version."""
     live = live_stores(config)
     return {"opi.vectorstore": live[0].where, "opi.vectorstore.server": live[0].client().version()} if live else {}
-
-
-def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
-    """Write-then-rename: a run killed mid-write leaves no half file under a final name."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")  # one name per writer
-    write(partial)
-    os.replace(partial, path)
 
 
 def record(config: OPIConfig, result: dict) -> None:

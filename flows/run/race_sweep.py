@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from flows.base.errors import run_or_explain
+from flows.orchestration.files import write_atomically
 from flows.base.progress import start_sweep
 from flows.run.config import typed
 from flows.run.data import load_data
 from flows.run.preflight import prepared, without_hydra
 from flows.run.race import RaceRun
-from flows.run.outputs import write_atomically
 from flows.tracking.race_report import RACE_FILE, verdict
 from opi.schemas import OPIConfig
 from hydra_plugins.opi_sweeper import composed_before

@@ -16,6 +16,7 @@ from prefect.utilities.hashing import hash_objects
 
 from flows.orchestration import tasks
 from flows.orchestration.cache import cached, hashed, keep, read_kept
+from flows.orchestration.files import write_atomically
 from flows.orchestration.prefect_adapter import was_cached
 from flows.tracking.race_report import raced
 from flows.tracking.notes import NOTE, Placed, fixed_line, limited, placement_notes, ranking_table, shown_metric
@@ -288,5 +289,5 @@ def report_of_sweep(tracking_uri: str, experiment: str, sweep: str | None, out: 
                  f", copied to {Path(out).resolve() / 'race.md'}" if out is not None else "")
         if out is not None:
             Path(out).mkdir(parents=True, exist_ok=True)
-            (Path(out) / "race.md").write_text(race)
+            write_atomically(Path(out) / "race.md", lambda path: path.write_text(race))
     return report

@@ -2,7 +2,6 @@
 not at all, under their final names; the tags saying which prompts and embedding models produced them; what its
 traces are told about the classifier, the gold relation and the judge."""
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,8 +10,7 @@ import pytest
 
 from flows.run import outputs
 from flows.run.config import compose_config, typed
-from flows.run.outputs import (embedding_tags, prompt_tags, record, scrub_hydra_outputs, trace_writer,
-                               write_atomically)
+from flows.run.outputs import embedding_tags, prompt_tags, record, scrub_hydra_outputs, trace_writer
 from opi.llm.prompts import load_prompt
 
 PACKAGED = "packaged:all-MiniLM-L6-v2"
@@ -40,45 +38,6 @@ def output(tmp_path, monkeypatch):
     hydra = SimpleNamespace(runtime=SimpleNamespace(output_dir=str(folder)))
     monkeypatch.setattr(outputs.HydraConfig, "get", staticmethod(lambda: hydra))
     return folder
-
-
-# write_atomically
-
-
-def test_a_file_is_written_under_a_partial_name_then_renamed(tmp_path):
-    seen = []
-
-    def write(path: Path):
-        seen.append(path)
-        path.write_text("whole")
-        assert not (tmp_path / "metrics.json").exists()  # nothing under the final name while writing
-
-    write_atomically(tmp_path / "metrics.json", write)
-    (partial,) = seen
-    assert partial.parent == tmp_path and partial.name == f".metrics.json.{outputs.os.getpid()}.partial"
-    assert (tmp_path / "metrics.json").read_text() == "whole"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]  # the partial file was renamed
-
-
-def test_a_write_that_fails_leaves_the_previous_file_whole(tmp_path):
-    (tmp_path / "metrics.json").write_text("previous")
-
-    def killed(path: Path):
-        path.write_text("half")
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        write_atomically(tmp_path / "metrics.json", killed)
-    assert (tmp_path / "metrics.json").read_text() == "previous"
-    with pytest.raises(KeyboardInterrupt):
-        write_atomically(tmp_path / "new.csv", killed)
-    assert not (tmp_path / "new.csv").exists()  # no half file under a final name
-
-
-def test_a_file_is_replaced_whole(tmp_path):
-    (tmp_path / "a.txt").write_text("old, longer content")
-    write_atomically(tmp_path / "a.txt", lambda path: path.write_text("new"))
-    assert (tmp_path / "a.txt").read_text() == "new"
 
 
 # record

@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from flows.run.config import compose_config, typed
 from flows.run.preflight import race_problem
 from flows.run.race import RaceRun, job_key, labels_of, metric_problem, outcome_tags, race_metric
-from flows.run.outputs import write_atomically
+from flows.orchestration.files import write_atomically
 from flows.tracking.race_report import RACE_FILE, race_table, read_outcome, verdict
 from opi.data import Example
 from opi.racing import rounds_of
