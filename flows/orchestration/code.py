@@ -25,6 +25,7 @@ LIBRARY = "opi"
 IMPORTS_FILE = "code-imports.json"  # what each module imports, by its file's stamp (``remember_imports``)
 _IMPORTS: dict[str, Any] = {"folder": None, "entries": {}, "changed": False}
 _IMPORTS_LOCK = threading.Lock()  # stages key their results from several threads
+_PARSE_LOCK = threading.Lock()
 
 
 def module_of(thing: Any) -> str:
@@ -76,7 +77,9 @@ def imported_modules(name: str, path: Path) -> set[str]:
 def parsed_imports(name: str, path: Path) -> set[str]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in executed_nodes(ast.parse(source(path), str(path))):
+    with _PARSE_LOCK:  # CPython 3.11's ast.parse is not thread-safe ("AST constructor recursion depth mismatch")
+        tree = ast.parse(source(path), str(path))
+    for node in executed_nodes(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
