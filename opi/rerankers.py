@@ -176,7 +176,7 @@ def cross_encoder(model: str, device: str, max_length: int | None):
 
     try:
         return CrossEncoder(model, device=device, max_length=max_length)
-    except OSError as err:  # not downloaded and the hub unreachable, or a folder without a model
+    except (OSError, ValueError) as err:  # not downloaded and the hub unreachable, or no model (or a damaged one)
         raise ModelUnavailable.of(model, err, "cross-encoder") from err
 
 

@@ -55,6 +55,10 @@ class Embedder(Embeddings, ABC):
     def compute(self, texts: list[str]) -> np.ndarray:
         """Raw vectors of ``texts``, one row each."""
 
+    def load(self) -> None:
+        """Ready to embed now rather than at the first texts (a model loaded); nothing to do by default (an
+        endpoint)."""
+
     def raw(self, texts: list[str]) -> np.ndarray:
         """Raw vectors, one row per text, computing only texts neither this process nor the store has. What it
         took is added to the block's count of embedding work (``opi.embeddings.work.counting``)."""

@@ -171,6 +171,9 @@ class SentenceEmbedder(Embedder):
             self._key = f"sentence-transformers:{content}:{self.backend}:raw"
         return self._key
 
+    def load(self) -> None:
+        self._load()
+
     def _load(self):
         if self._model is None:
             from sentence_transformers import SentenceTransformer
@@ -179,8 +182,8 @@ class SentenceEmbedder(Embedder):
             path = resolve_model_path(self.model_id)
             try:
                 model = SentenceTransformer(path, device=self.device, backend=self.backend)
-            except OSError as err:  # not downloaded and the hub unreachable, or a folder without a model
-                raise ModelUnavailable.of(self.model_id, err) from err
+            except (OSError, ValueError) as err:  # not downloaded and the hub unreachable, or a folder without a
+                raise ModelUnavailable.of(self.model_id, err) from err  # model, or with a damaged one
             if any(isinstance(module, Normalize) for module in model):
                 model = SentenceTransformer(modules=[m for m in model if not isinstance(m, Normalize)],
                                             device=self.device)

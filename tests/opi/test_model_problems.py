@@ -85,3 +85,10 @@ def test_a_model_that_cannot_be_loaded_when_needed_is_one_line_naming_it(hub_cac
                        f"{model_problem('nobody-here/no-such-model')}"
                        f"{', or the packaged default ' + repr(local.PACKAGED_MINILM) if kind == 'embedding' else ''}")
     assert "download it once online" in message and "\n" not in message
+
+
+def test_a_damaged_model_folder_is_one_line_naming_it(tmp_path):
+    (tmp_path / "config.json").write_text("{}")  # a model's folder, but not a model transformers can read
+    with pytest.raises(local.ModelUnavailable, match=rf"^model problem: the embedding model '{tmp_path}' cannot be "
+                                                     r"loaded \(Unrecognized model in .*model_type"):
+        local.SentenceEmbedder(str(tmp_path)).load()
