@@ -9,7 +9,7 @@ import logging
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from prefect.utilities.hashing import hash_objects
 
@@ -25,7 +25,7 @@ from flows.run.pipeline import run_stages
 from flows.run.race import assembled
 from flows.tracking.registry import resolve_registered
 from flows.tracking.runs import flatten
-from opi.embeddings import counting, use_store
+from opi.embeddings import counting, embedder_for, use_store
 from opi.schemas import OPIConfig
 
 log = logging.getLogger("opi")
@@ -149,7 +149,24 @@ def evaluate(config: OPIConfig) -> dict[str, Any]:
         with use_store(config.paths.embedding_store):  # this process's embedders (each stage task names it too)
             return run_configuration(config, not_kept)
 
-    return run_flow(evaluate_configuration, describe(config).name, flatten(effective_settings(config)))
+    return run_flow(evaluate_configuration, describe(config).name, flatten(effective_settings(config)),
+                    while_booting=model_loading(config))
+
+
+def model_loading(config: OPIConfig) -> Callable[[], None] | None:
+    """What a flow does while the server it needs still boots: load the model (``load_model``) where its stages run
+    in this process (threads; Dask's workers load their own)."""
+    return (lambda: load_model(config)) if config.orchestration.runner == "threads" else None
+
+
+def load_model(config: OPIConfig) -> None:
+    """The yardstick's model (``metrics.similarity``: every run scores its answers with it, and by default it is the
+    model the retrievers and reader use too), loaded while Prefect's temporary server is still starting rather than
+    by a stage after it (importing torch and sentence-transformers and loading the model: ~4 s): the same embedder
+    its stages use (``embedder_for`` under the run's store). A model only some components would use is left to them:
+    it may be none of this configuration's."""
+    with use_store(config.paths.embedding_store):
+        embedder_for(config.metrics.similarity).load()
 
 
 def inside_flow_run() -> bool:

@@ -24,3 +24,22 @@ def test_a_configuration_is_keyed_by_what_its_result_depends_on():
     assert config_key("retrievers.mmr.fetch_k=30") == base
     assert config_key("setup=a_four", "retrievers.mmr.fetch_k=30") != config_key("setup=a_four")
     assert config_key(registered=RegisteredModel("models:/relations/2", "file:///m")) != base
+
+
+def test_the_model_loaded_while_the_server_boots_is_the_one_its_stages_use(tmp_path):
+    from opi.embeddings import embedder_for, use_store
+    from flows.run.configuration import load_model
+
+    config = typed(compose_config(["dataset=deeplogic-130", f"paths.embedding_store={tmp_path / 'vectors.sqlite'}"]))
+    load_model(config)
+    with use_store(config.paths.embedding_store):
+        used = embedder_for(config.metrics.similarity)  # as the answer-similarity stage asks for it
+    assert used._model is not None
+    assert embedder_for(config.embedding, config.paths.embedding_store) is used  # the retrievers' too, by default
+
+
+def test_the_model_is_loaded_ahead_only_where_the_stages_run_in_this_process():
+    from flows.run.configuration import model_loading
+
+    assert model_loading(typed(compose_config(["dataset=deeplogic-130"]))) is not None
+    assert model_loading(typed(compose_config(["dataset=deeplogic-130", "orchestration=dask"]))) is None
