@@ -1,6 +1,7 @@
 """A race against the full grid it replaces, side by side in one run (issue #42).
 
-    python benchmarks/race_grid.py [--grid readme|large] [--llm-latency 0.2] [--concurrency 16] [-- overrides]
+    python benchmarks/race_grid.py [--grid readme|large] [--docs 260] [--llm-latency 0.2] [--concurrency 16]
+                                   [-- overrides]
 
 ``readme``: the README grid (``experiment=paper_grid_bounds``); ``large``: the seven retrievers x ``retriever.k`` 2,
 4, 8 x ``chunking`` small, paper (42 configurations), plus the six combinations (48). With ``--llm-latency``, the
@@ -8,6 +9,10 @@ reader and the relation classifier are an OpenAI-compatible endpoint answering a
 (``tests/helpers/fake_openai.py``, whose reply is the first sentence the prompt hands on, so configurations that
 retrieve better answer better, as with the extractive reader); without it, the default extractive reader and local
 classifier.
+
+``--docs N``: on real text with more articles than the bundled set's 52 instead: the first N pages of 300-3,000 words
+of the Python documentation (Debian's ``python3.11-doc``; ``benchmarks/real_corpus.py``), two questions each (a
+seeded sentence asked about, the sentence the answer), no relation labels (the race metric is then BERTSim).
 
 In new folders each (nothing shared): (1) the full grid; (2) the same grid with ``sweep.strategy=race``; (3) the
 full grid again in the race's folder (what a race leaves reusable). Printed for each: wall time, example rows its
@@ -118,10 +123,21 @@ def main() -> None:
     parser.add_argument("--grid", choices=["readme", "large"], default="readme")
     parser.add_argument("--llm-latency", type=float)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--docs", type=int, help="articles of real text (the Python documentation) instead of the "
+                        "bundled deeplogic-v2")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # grid_best downloads each run's rows
     with FirstSentence(latency=args.llm_latency or 0.0) as server, tempfile.TemporaryDirectory() as grid_dir, \
-            tempfile.TemporaryDirectory() as race_dir:
+            tempfile.TemporaryDirectory() as race_dir, tempfile.TemporaryDirectory() as data_dir:
+        if args.docs:
+            from real_corpus import DOCS, corpus
+
+            table = Path(data_dir) / "docs.csv"
+            pages, words = corpus(DOCS, args.docs, table, questions=2, max_words=3000)
+            print(f"data: {pages} pages of the Python documentation ({words:,} words), two questions each",
+                  flush=True)
+            args.overrides = ["dataset.kind=table", f"dataset.path={table}", *args.overrides]
         llm = ["llm=openai-compatible", f"llm.base_url={server.base_url}", "llm.model=fake", "llm.api_key_env=null",
                "classifier=llm", f"llm.concurrency={args.concurrency}"] if args.llm_latency is not None else []
         sweeps = [GRIDS[args.grid]] + ([GRIDS["large_combinations"]] if args.grid == "large" else [])
@@ -142,6 +158,11 @@ def main() -> None:
                 rounds = sum(o["spent"]["examples"] for o in outcomes)
                 print(f"  of which the rounds {rounds}: "
                       + "; ".join(f"stopped because {o['stopped']}" for o in outcomes), flush=True)
+                for o in outcomes:  # each sweep raced on its own
+                    print(f"  a race of {o['configurations']} configurations: its rounds {o['spent']['examples']} "
+                          f"example evaluations of its grid's {o['grid_examples']} "
+                          f"({o['spent']['examples'] / o['grid_examples']:.2f}), {len(o['survivors'])} left",
+                          flush=True)
         table_best, article_best = grid_best(Path(grid_dir), metric)
         grid, race = figures["grid"], figures["race"]
         print(f"race metric {metric}; the grid's best by its table: {table_best}; by the average over articles: "

@@ -32,20 +32,26 @@ DOCS = Path("/usr/share/doc/python3.11/html/_sources")
 BEFORE_COMMIT = "b3447d8"  # the last commit that segmented every article again in every command
 
 
-def corpus(texts: Path, articles: int, out: Path) -> tuple[int, int]:
+def corpus(texts: Path, articles: int, out: Path, questions: int = 1, max_words: int | None = None
+           ) -> tuple[int, int]:
+    """A table of ``questions`` questions on each of the first ``articles`` pages of >= 300 (and <= ``max_words``)
+    words: a seeded sentence of the page asked about ("What is said about <its first six words>?"), the sentence
+    the answer."""
     import pandas as pd
 
     pattern = "*.rst.txt" if texts == DOCS else "*.txt"
     pages = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(texts.rglob(pattern))]
-    pages = [page for page in pages if len(page.split()) >= 300][:articles]
+    pages = [page for page in pages if 300 <= len(page.split()) <= (max_words or len(page.split()))][:articles]
     if not pages:
         raise SystemExit(f"no text of >= 300 words under {texts} (apt-get install python3.11-doc, or --texts)")
     rng, rows = random.Random(0), []
     for page in pages:
         sentences = [s for s in re.split(r"(?<=[.?!])\s+", page) if 8 <= len(s.split()) <= 40] or [page[:300]]
-        sentence = " ".join(rng.choice(sentences).split())
-        rows.append({"context": page, "question": f"What is said about {' '.join(sentence.split()[:6])}?",
-                     "answer": sentence})
+        picked = [rng.choice(sentences)] if questions == 1 else rng.sample(sentences, min(questions, len(sentences)))
+        asked = {}
+        for sentence in (" ".join(s.split()) for s in picked):
+            asked.setdefault(f"What is said about {' '.join(sentence.split()[:6])}?", sentence)
+        rows += [{"context": page, "question": question, "answer": answer} for question, answer in asked.items()]
     pd.DataFrame(rows).to_csv(out, index=False)
     return len(pages), sum(len(page.split()) for page in pages)
 
