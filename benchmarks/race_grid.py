@@ -6,9 +6,9 @@
 ``readme``: the README grid (``experiment=paper_grid_bounds``); ``large``: the seven retrievers x ``retriever.k`` 2,
 4, 8 x ``chunking`` small, paper (42 configurations), plus the six combinations (48). With ``--llm-latency``, the
 reader and the relation classifier are an OpenAI-compatible endpoint answering after that many seconds
-(``tests/helpers/fake_openai.py``, whose reply is the first sentence the prompt hands on, so configurations that
-retrieve better answer better, as with the extractive reader); without it, the default extractive reader and local
-classifier.
+(``tests/helpers/fake_openai.py``; ``ClosestSentence``: its answer is the sentence handed on that shares the most
+words with the question, so configurations that retrieve better answer better, as with the extractive reader);
+without it, the default extractive reader and local classifier.
 
 ``--docs N``: on real text with more articles than the bundled set's 52 instead: the first N pages of 300-3,000 words
 of the Python documentation (Debian's ``python3.11-doc``; ``benchmarks/real_corpus.py``), two questions each (a
@@ -45,17 +45,26 @@ GRIDS = {"readme": ["experiment=paper_grid_bounds"],
          "large_combinations": ["-m", "setup=a_seven,a_four,a_two,s_seven,s_four,s_two"]}
 
 
-class FirstSentence(FakeOpenAI):
-    """The fake endpoint answering with the first retrieved sentence of the prompt (an extractive answer), and
-    naming a relation from the question's first word."""
+class ClosestSentence(FakeOpenAI):
+    """The fake endpoint answering with the retrieved sentence of the prompt that shares the most words with the
+    question (the first of those on a tie: an extractive answer, as the local reader's, so that configurations
+    retrieving better answer better), and naming a relation as ``FakeOpenAI`` does."""
 
     @staticmethod
     def reply_for(body: dict) -> str:
         text = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
         if body.get("response_format"):
             return FakeOpenAI.reply_for(body)
-        found = re.search(r"\n- (.+)", text) or re.search(r"(?s)\n\n(.+?[.!?])", text)
-        return found.group(1).strip()[:400] if found else text[:200]
+        sentences = re.findall(r"(?m)^- (.+)$", text)
+        question = re.search(r"(?m)^Question: (.+)$", text)
+        if not sentences:
+            return text[:200]
+        asked = set(words(question.group(1))) if question else set()
+        return max(sentences, key=lambda sentence: len(asked & set(words(sentence)))).strip()[:400]
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
 
 
 def opi_eval(folder: Path, arguments: list[str]) -> dict:
@@ -128,7 +137,7 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # grid_best downloads each run's rows
-    with FirstSentence(latency=args.llm_latency or 0.0) as server, tempfile.TemporaryDirectory() as grid_dir, \
+    with ClosestSentence(latency=args.llm_latency or 0.0) as server, tempfile.TemporaryDirectory() as grid_dir, \
             tempfile.TemporaryDirectory() as race_dir, tempfile.TemporaryDirectory() as data_dir:
         if args.docs:
             from real_corpus import DOCS, corpus
