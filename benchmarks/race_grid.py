@@ -12,7 +12,8 @@ without it, the default extractive reader and local classifier.
 
 ``--docs N``: on real text with more articles than the bundled set's 52 instead: the first N pages of 300-3,000 words
 of the Python documentation (Debian's ``python3.11-doc``; ``benchmarks/real_corpus.py``), two questions each (a
-seeded sentence asked about, the sentence the answer), no relation labels (the race metric is then BERTSim).
+seeded sentence asked about, the sentence the answer), no relation labels: the race metric is BERTSim with the
+local classifier, which cannot label them, and OPI-1 with ``--llm-latency``, whose classifier labels the gold.
 
 In new folders each (nothing shared): (1) the full grid; (2) the same grid with ``sweep.strategy=race``; (3) the
 full grid again in the race's folder (what a race leaves reusable). Printed for each: wall time, example rows its
@@ -25,7 +26,6 @@ the race ranks by), and the race's costs as shares of the grid's.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -59,10 +59,8 @@ class ClosestSentence(FakeOpenAI):
         question = re.search(r"(?m)^Question: (.+)$", text)
         if body.get("response_format"):
             properties = body["response_format"]["json_schema"]["schema"]["properties"]
-            if "relation" in properties and question:
-                choices = properties["relation"]["enum"]
-                digest = hashlib.sha256(question.group(1).encode()).hexdigest()
-                return json.dumps({"relation": choices[int(digest, 16) % len(choices)]})
+            if "relation" in properties and question:  # FakeOpenAI's draw, from the question alone
+                return FakeOpenAI.reply_for({**body, "messages": [{"role": "user", "content": question.group(1)}]})
             return FakeOpenAI.reply_for(body)
         sentences = re.findall(r"(?m)^- (.+)$", text)
         if not sentences:
@@ -151,8 +149,8 @@ def main() -> None:
             from real_corpus import DOCS, corpus
 
             table = Path(data_dir) / "docs.csv"
-            pages, words = corpus(DOCS, args.docs, table, questions=2, max_words=3000)
-            print(f"data: {pages} pages of the Python documentation ({words:,} words), two questions each",
+            pages, total_words = corpus(DOCS, args.docs, table, questions=2, max_words=3000)
+            print(f"data: {pages} pages of the Python documentation ({total_words:,} words), two questions each",
                   flush=True)
             args.overrides = ["dataset.kind=table", f"dataset.path={table}", *args.overrides]
         llm = ["llm=openai-compatible", f"llm.base_url={server.base_url}", "llm.model=fake", "llm.api_key_env=null",
