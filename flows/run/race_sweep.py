@@ -16,19 +16,28 @@ from flows.run.preflight import prepared, without_hydra
 from flows.run.race import RaceRun
 from flows.tracking.race_report import RACE_FILE, verdict
 from opi.schemas import OPIConfig
-from hydra_plugins.opi_sweeper import composed_before
+from hydra_plugins.opi_sweeper import composed_before, extended, keep_composed
 
 log = logging.getLogger("opi")
 
 
 def race(sweeper: Any, jobs: list[list[str]]) -> None:
     """Race ``jobs`` with ``sweeper``'s launcher (``sweeper.launch``), then launch their tracked runs."""
-    configurations = [typed_job(sweeper, job) for job in jobs]
+    bases = {tuple(job): composition(sweeper, job) for job in jobs}
+    configurations = [typed_job(bases[tuple(job)], job) for job in jobs]
+    lengths = sorted({len(job) for job in jobs}, reverse=True)
+
+    def launch(batch: list[list[str]]) -> list[Any]:  # each job: its configuration's composition plus the round's
+        for job in batch:
+            size = next(size for size in lengths if tuple(job[:size]) in bases)
+            keep_composed(sweeper.config, job, extended(bases[tuple(job[:size])], job[size:]))
+        return sweeper.launch(batch)
+
     config = run_or_explain(prepared, configurations[0])
     examples = load_data(config).examples
     sweep_dir = Path(sweeper.config.hydra.sweep.dir)
     bounds = [i for i, c in enumerate(configurations) if any(m.bound for m in c.members().values())]
-    run = RaceRun(jobs, config, examples, sweeper.launch, bounds)
+    run = RaceRun(jobs, config, examples, launch, bounds)
     log.info("racing %d configurations on %d examples in %d rounds of whole clusters, by %s (alpha %g)%s",
              len(run.jobs), len(examples), len(run.plan), run.metric, config.race.alpha,
              f"; the {len(bounds)} bound(s) run once, at the end, on the rounds the race ran" if bounds else "")
@@ -36,13 +45,19 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
     outcome = run.run()
     write_atomically(sweep_dir / RACE_FILE, lambda path: path.write_text(json.dumps(outcome, indent=1)))
     log.info("%s", verdict(outcome))
-    sweeper.launch(run.record_jobs())
+    launch(run.record_jobs())
 
 
-def typed_job(sweeper: Any, job: list[str]) -> OPIConfig:
-    """A job's typed configuration, from the composition the preflight kept (else composed now)."""
+def composition(sweeper: Any, job: list[str]) -> Any:
+    """A job's composition: the one the preflight kept, else composed now (and kept)."""
     composed = composed_before(sweeper.config, job)
     if composed is None:
         composed = sweeper.loader.loader.load_sweep_config(sweeper.config, list(job))
+        keep_composed(sweeper.config, job, composed)
+    return composed
+
+
+def typed_job(composed: Any, job: list[str]) -> OPIConfig:
+    """A job's typed configuration, from its composition."""
     settings, choices = without_hydra(composed.copy())
     return typed(settings, list(job), choices)

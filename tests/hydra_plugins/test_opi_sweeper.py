@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from flows.base.errors import EXIT_USER_ERROR
-from hydra_plugins.opi_sweeper import ComposedOnce, expand
+from hydra_plugins.opi_sweeper import ComposedOnce, expand, extended
 from tests.helpers.cli import cli_command, cli_environment, run_cli
 
 COUNTING = """
@@ -89,3 +89,36 @@ def test_a_sweep_value_that_does_not_exist_stops_before_any_job(tmp_path):
                      "report.enabled=false", expect=EXIT_USER_ERROR)
     assert "cannot compose the configuration setup=bm26" in output and "Could not find 'setup/bm26'" in output
     assert "Traceback" not in output and "[1/2" not in output
+
+
+ROUND = ["dataset.rounds=10", "dataset.rounds_from=3", "dataset.rounds_to=3", "tracking.enabled=false",
+         "report.enabled=false"]
+
+
+@pytest.fixture
+def config_loader():
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from flows.run.config import CONF_DIR, register_configs
+
+    register_configs()
+    with initialize_config_dir(CONF_DIR, version_base="1.3"):
+        yield GlobalHydra.instance().config_loader()
+
+
+def test_a_job_extended_by_value_overrides_is_the_job_composed_with_them(config_loader):
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    master = config_loader.load_configuration("config", ["hydra.job.chdir=false", "dataset.limit=16"], RunMode.MULTIRUN)
+    job = ["setup=bm25", "retriever.k=2", "dataset.limit=16"]
+    composed = config_loader.load_sweep_config(master, job)
+    got = extended(composed, ROUND)
+    want = config_loader.load_sweep_config(master, job + ROUND)
+    assert OmegaConf.to_container(got) == OmegaConf.to_container(want)
+    assert got.dataset.rounds == 10 and got.tracking.enabled is False and composed.dataset.rounds is None
+    assert got.hydra.job.override_dirname == want.hydra.job.override_dirname != composed.hydra.job.override_dirname
+    for group_or_new in (["retriever=knn"], ["+extra=1"], ["hydra.job.chdir=true"], ["seed=1,2"]):
+        with pytest.raises(ValueError, match="only a value override"):
+            extended(composed, group_or_new)
