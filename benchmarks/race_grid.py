@@ -6,8 +6,9 @@
 ``readme``: the README grid (``experiment=paper_grid_bounds``); ``large``: the seven retrievers x ``retriever.k`` 2,
 4, 8 x ``chunking`` small, paper (42 configurations), plus the six combinations (48). With ``--llm-latency``, the
 reader and the relation classifier are an OpenAI-compatible endpoint answering after that many seconds
-(``tests/helpers/fake_openai.py``; ``ClosestSentence``: its answer is the sentence handed on that shares the most
-words with the question, so configurations that retrieve better answer better, as with the extractive reader);
+(``tests/helpers/fake_openai.py``; ``ClosestSentences``: its answer is the ``--answer-sentences`` (1) sentences handed
+on that share the most words with the question, so configurations that retrieve better answer better, as with the
+extractive reader);
 without it, the default extractive reader and local classifier.
 
 ``--docs N``: on real text with more articles than the bundled set's 52 instead: the first N pages of 300-3,000 words
@@ -46,15 +47,19 @@ GRIDS = {"readme": ["experiment=paper_grid_bounds"],
          "large_combinations": ["-m", "setup=a_seven,a_four,a_two,s_seven,s_four,s_two"]}
 
 
-class ClosestSentence(FakeOpenAI):
-    """The fake endpoint answering with the retrieved sentence of the prompt that shares the most words with the
-    question (the first of those on a tie: an extractive answer, as the local reader's, so that configurations
-    retrieving better answer better), and naming a relation from the question alone. ``FakeOpenAI`` names one from
-    the whole prompt, evidence and answer included: a draw that differs between configurations, whose LRCR (1/13
-    by chance) then drowns their BERTSim in OPI, the race's metric, and no configuration is ever told apart."""
+class ClosestSentences(FakeOpenAI):
+    """The fake endpoint answering with the ``SENTENCES`` retrieved sentences of the prompt that share the most words
+    with the question, in the order handed on (an extractive answer, as the local reader's, so that configurations
+    retrieving better answer better; with 2, the local reader's ``n_sentences``, handing on more sentences than the
+    answer needs can cost it, as it does the local reader), and naming a relation from the question alone.
+    ``FakeOpenAI`` names one from the whole prompt, evidence and answer included: a draw that differs between
+    configurations, whose LRCR (1/13 by chance) then drowns their BERTSim in OPI, the race's metric, and no
+    configuration is ever told apart."""
 
-    @staticmethod
-    def reply_for(body: dict) -> str:
+    SENTENCES = 1  # docs/performance.md section 11c measured 1
+
+    @classmethod
+    def reply_for(cls, body: dict) -> str:
         text = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
         question = re.search(r"(?m)^Question: (.+)$", text)
         if body.get("response_format"):
@@ -66,7 +71,9 @@ class ClosestSentence(FakeOpenAI):
         if not sentences:
             return text[:200]
         asked = set(words(question.group(1))) if question else set()
-        return max(sentences, key=lambda sentence: len(asked & set(words(sentence)))).strip()[:400]
+        overlap = [len(asked & set(words(sentence))) for sentence in sentences]
+        closest = sorted(sorted(range(len(sentences)), key=lambda i: -overlap[i])[:cls.SENTENCES])
+        return " ".join(sentences[i].strip()[:400] for i in closest)
 
 
 def words(text: str) -> list[str]:
@@ -138,12 +145,15 @@ def main() -> None:
     parser.add_argument("--grid", choices=["readme", "large"], default="readme")
     parser.add_argument("--llm-latency", type=float)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--answer-sentences", type=int, default=ClosestSentences.SENTENCES,
+                        help="sentences in the fake endpoint's answer (2: as many as the local reader's)")
     parser.add_argument("--docs", type=int, help="articles of real text (the Python documentation) instead of the "
                         "bundled deeplogic-v2")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # grid_best downloads each run's rows
-    with ClosestSentence(latency=args.llm_latency or 0.0) as server, tempfile.TemporaryDirectory() as grid_dir, \
+    ClosestSentences.SENTENCES = args.answer_sentences
+    with ClosestSentences(latency=args.llm_latency or 0.0) as server, tempfile.TemporaryDirectory() as grid_dir, \
             tempfile.TemporaryDirectory() as race_dir, tempfile.TemporaryDirectory() as data_dir:
         if args.docs:
             from real_corpus import DOCS, corpus

@@ -23,8 +23,8 @@ def child_runs(tmp_path: Path) -> pd.DataFrame:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not local_server.available(), reason="llm-local extra not installed: " + local_server.INSTALL_HINT)
-def test_local_smollm2_answers_and_classifies_then_the_cache_answers_again(tmp_path):
-    sweep = ["-m", "setup=knn,bm25", "llm=local", "classifier=llm", "dataset.limit=3"]
+def test_local_smollm2_answers_classifies_scores_then_the_cache_answers_again(tmp_path):
+    sweep = ["-m", "setup=knn,bm25", "llm=local", "classifier=llm", "metrics=full", "dataset.limit=3"]
     opi_eval(tmp_path, *sweep)
     first = child_runs(tmp_path)
     assert len(first) == 2
@@ -37,6 +37,13 @@ def test_local_smollm2_answers_and_classifies_then_the_cache_answers_again(tmp_p
         assert len(predictions) == 3
         assert all(answer.strip() for answer in predictions["generated_answer"])
         assert set(predictions["predicted_relation"]) <= labels  # the JSON schema's enum is enforced
+        # answer correctness and the 0-3-7 judge through the same model, their failures counted
+        assert run["metrics.llm_metrics_calls"] > 0
+        scored, judged = predictions["correctness"].dropna(), predictions["judge_score"].dropna()
+        assert len(scored) + run["metrics.correctness_failures"] == 3 and scored.between(0, 1).all()
+        assert set(judged) <= {0, 3, 7} and len(judged) + run["metrics.judge_failures"] == 3
+        if len(scored):
+            assert run["metrics.correctness"] == pytest.approx(scored.mean())
     # a new Prefect cache, the same LLM call cache: every reply comes from the cache, no HTTP request is made
     opi_eval(tmp_path, *sweep, cache="cache-2")
     second = child_runs(tmp_path).iloc[2:]
@@ -60,25 +67,6 @@ def test_the_api_key_never_reaches_mlflow_caches_outputs_or_logs(tmp_path):
     assert leaks == []
     params = child_runs(tmp_path).filter(like="params.").columns
     assert not [p for p in params if "api_key" in p and p != "params.llm.api_key_env"]
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not local_server.available(), reason="llm-local extra not installed: " + local_server.INSTALL_HINT)
-def test_local_smollm2_scores_answer_correctness_and_judge(tmp_path):
-    opi_eval(tmp_path, "llm=local", "metrics=full", "dataset.limit=5")
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
-    run = mlflow.search_runs(experiment_names=["opi"]).iloc[0]
-    assert {"metrics.correctness_failures", "metrics.judge_failures"} <= set(run.dropna().index)  # counts logged
-    assert run["metrics.llm_metrics_calls"] > 0
-    folder = mlflow.artifacts.download_artifacts(run_id=run["run_id"], dst_path=str(tmp_path / "dl"))
-    predictions = pd.read_parquet(Path(folder) / "predictions.parquet")
-    scored = predictions["correctness"].dropna()
-    assert len(scored) + run["metrics.correctness_failures"] == 5
-    assert scored.between(0, 1).all()
-    judged = predictions["judge_score"].dropna()
-    assert set(judged) <= {0, 3, 7} and len(judged) + run["metrics.judge_failures"] == 5
-    if len(scored):
-        assert run["metrics.correctness"] == pytest.approx(scored.mean())
 
 
 @pytest.mark.slow

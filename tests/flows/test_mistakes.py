@@ -54,29 +54,30 @@ def test_a_key_variable_that_is_not_set_is_said_before_any_work(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["empty", "refusal"])
-def test_replies_that_are_no_answer_are_counted_said_and_not_kept(tmp_path, kind):
-    option = "empty_when" if kind == "empty" else "refuse_when"
-    command = ["llm=openai-compatible", "llm.model=m", "llm.api_key_env=null", "setup=bm25", "dataset.limit=3",
+def test_replies_that_are_no_answer_are_counted_said_and_not_kept(tmp_path):
+    command = ["llm=openai-compatible", "llm.model=m", "llm.api_key_env=null", "setup=bm25", "dataset.limit=4",
                "report.enabled=false"]
-    with FakeOpenAI(**{option: "Question:"}) as server:  # no answer to any question
+    (first, second, *_), _ = load_examples(DatasetConfig(name="deeplogic-130", limit=4))
+    empty, refused = f"Question: {first.question}", f"Question: {second.question}"
+    with FakeOpenAI(empty_when=empty, refuse_when="Question:") as server:  # no answer to any question
         output = run_cli("flows.cli.evaluate", tmp_path / "none", *command, f"llm.base_url={server.base_url}",
                          expect=2)
-    one_error(output, "gave no answer to any of the 3 questions")
-    (first, *_), _ = load_examples(DatasetConfig(name="deeplogic-130", limit=3))
-    with FakeOpenAI(**{option: f"Question: {first.question}"}) as server:  # no answer to the first question only
+    one_error(output, "gave no answer to any of the 4 questions")
+    with FakeOpenAI(empty_when=empty, refuse_when=refused) as server:  # an empty reply to one, a refusal to another
+        def asked():
+            return [sum(q in b["messages"][-1]["content"] for b in server.bodies) for q in (empty, refused)]
+
         output = run_cli("flows.cli.evaluate", tmp_path, *command, f"llm.base_url={server.base_url}")
-        asked = sum(first.question in b["messages"][-1]["content"] for b in server.bodies)
+        first_run = asked()
         again = run_cli("flows.cli.evaluate", tmp_path, *command, f"llm.base_url={server.base_url}")
-        asked_again = sum(first.question in b["messages"][-1]["content"] for b in server.bodies) - asked
-    assert asked == 2 and asked_again == 2  # asked again at once, and again by the next run: never cached
-    assert "1 of 3 questions got no answer (the LLM's reply was empty or a refusal" in output
-    assert "1 of 3 questions got no answer" in again
+        both_runs = asked()
+    assert first_run == [2, 2] and both_runs == [4, 4]  # asked again at once, and again by the next run: never cached
+    assert "2 of 4 questions got no answer (the LLM's reply was empty or a refusal" in output
+    assert "2 of 4 questions got no answer" in again
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     run = client.search_runs([client.get_experiment_by_name("opi").experiment_id])[0]
-    counted = "llm_answer_empty_replies" if kind == "empty" else "llm_answer_refusals"
-    assert run.data.metrics["answers_missing"] == 1 and run.data.metrics[counted] == 1
-    assert run.data.metrics["n_examples"] == 2
+    assert run.data.metrics["answers_missing"] == 2 and run.data.metrics["n_examples"] == 2
+    assert run.data.metrics["llm_answer_empty_replies"] == 1 and run.data.metrics["llm_answer_refusals"] == 1
 
 
 @pytest.fixture

@@ -29,53 +29,51 @@ def sweeps(tmp_path):
 
 
 @pytest.mark.slow
-def test_nightly_passes_against_its_own_baseline_and_fails_a_degraded_retriever(tmp_path):
-    first = nightly(tmp_path, "--promote")
-    assert "no baseline yet" in first and "is now the nightly baseline" in first
-    client, runs = sweeps(tmp_path)
-    champion = runs[0].info.run_id
-    assert runs[0].data.tags["opi.baseline"] == "champion"
-
-    second = nightly(tmp_path)  # unchanged: every stage from the cache, identical numbers
-    assert "no regression against run " + champion in second
-    _, runs = sweeps(tmp_path)
-    assert runs[1].data.tags["regression"] == "false"
-    verdicts = pd.read_csv(client.download_artifacts(runs[1].info.run_id, "nightly/verdicts.csv", str(tmp_path)))
-    assert len(verdicts) == 6 and set(verdicts["verdict"]) == {"ok"} and (verdicts["change"] == 0).all()
-
-    # the reader answers from one sentence of one chunk: answers lose most of what they needed
-    degraded = nightly(tmp_path, "--promote", "retriever.k=1", "llm.reader.n_sentences=1", expect=1)
-    assert "regressed against the baseline (run " + champion in degraded
-    fell = r"\nkNN[^\n]*: bertsim fell [0-9.]+ \([0-9.]+ -> [0-9.]+, p = [0-9.]+, adjusted [0-9.]+\)"
-    assert re.search(fell, degraded)
-    _, runs = sweeps(tmp_path)
-    assert runs[2].data.tags["regression"] == "true"
-    assert runs[0].data.tags["opi.baseline"] == "champion"  # a failing night never moves the baseline
-
-
-@pytest.mark.slow
-def test_the_gate_compares_on_the_examples_both_runs_share_and_refuses_too_few(tmp_path):
-    """A champion on 26 examples against a night on 52 (the 26 among them): one line says so, and the verdicts are
-    those of the 26; a night on 20 of a baseline's 52 is refused before its sweep."""
+def test_nightly_passes_against_its_baseline_compares_shared_examples_fails_a_degraded_retriever(tmp_path):
+    """A champion on 26 of 52 examples: the same night again passes with identical numbers; a night on all 52 is
+    compared on the 26 both have (one line says so); a degraded retriever fails (message, tag, exit code) and does
+    not move the baseline; a night on 20 of a baseline's 52 is refused before its sweep."""
     examples = [s for s in SET if not s.startswith("dataset.sample")] + ["dataset.sample=52"]
 
     def nightly_of(*args, expect=0):
         return run_cli("flows.cli.nightly", tmp_path, "run", *args, *examples, expect=expect)
 
-    nightly_of("--promote", "dataset.limit=26")
+    def verdicts_of(run):
+        return pd.read_csv(client.download_artifacts(run.info.run_id, "nightly/verdicts.csv", str(tmp_path)))
+
+    first = nightly_of("--promote", "dataset.limit=26")
+    assert "no baseline yet" in first and "is now the nightly baseline" in first
     client, runs = sweeps(tmp_path)
     champion = runs[0].info.run_id
+    assert runs[0].data.tags["opi.baseline"] == "champion"
+
+    second = nightly_of("dataset.limit=26")  # unchanged: every stage from the cache, identical numbers
+    assert "no regression against run " + champion in second
+    _, runs = sweeps(tmp_path)
+    assert runs[1].data.tags["regression"] == "false"
+    verdicts = verdicts_of(runs[1])
+    assert len(verdicts) == 6 and set(verdicts["verdict"]) == {"ok"} and (verdicts["change"] == 0).all()
+
     wider = nightly_of()
     assert "comparing on the 26 examples both runs share (baseline 26, tonight 52)" in wider
     assert "paired permutation tests by article" in wider and "no regression against run " + champion in wider
     _, runs = sweeps(tmp_path)
-    verdicts = pd.read_csv(client.download_artifacts(runs[1].info.run_id, "nightly/verdicts.csv", str(tmp_path)))
+    verdicts = verdicts_of(runs[2])
     assert len(verdicts) == 6 and set(verdicts["verdict"]) == {"ok"} and (verdicts["change"] == 0).all()
 
-    refused = nightly_of("--baseline", runs[1].info.run_id, "dataset.limit=20", expect=2)
-    assert (f"baseline run {runs[1].info.run_id}: tonight's run has 20 of the baseline's 52 examples (38%, tonight "
+    # the reader answers from one sentence of one chunk: answers lose most of what they needed
+    degraded = nightly_of("--promote", "dataset.limit=26", "retriever.k=1", "llm.reader.n_sentences=1", expect=1)
+    assert "regressed against the baseline (run " + champion in degraded
+    fell = r"\nkNN[^\n]*: bertsim fell [0-9.]+ \([0-9.]+ -> [0-9.]+, p = [0-9.]+, adjusted [0-9.]+\)"
+    assert re.search(fell, degraded)
+    _, runs = sweeps(tmp_path)
+    assert runs[3].data.tags["regression"] == "true"
+    assert runs[0].data.tags["opi.baseline"] == "champion"  # a failing night never moves the baseline
+
+    refused = nightly_of("--baseline", runs[2].info.run_id, "dataset.limit=20", expect=2)
+    assert (f"baseline run {runs[2].info.run_id}: tonight's run has 20 of the baseline's 52 examples (38%, tonight "
             "20), below min_overlap 90%") in refused
-    assert "Launching" not in refused and len(sweeps(tmp_path)[1]) == 2  # refused before any work
+    assert "Launching" not in refused and len(sweeps(tmp_path)[1]) == 4  # refused before any work
 
 
 @pytest.mark.slow

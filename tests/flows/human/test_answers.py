@@ -146,9 +146,9 @@ def test_blank_rows_are_not_labelled_and_an_answer_from_another_export_is_refuse
 
 @pytest.mark.slow
 def test_the_readme_grid_calibrated_by_a_simulated_labeller(tmp_path):
-    """The README's grid + bounds on deeplogic-v2 (15 configurations x 416 answers), 40 labels a configuration.
+    """The README's grid + bounds (15 configurations x 130 answers of deeplogic-130), 40 labels a configuration.
     Each 95 % interval covers its truth with probability 0.95, so of 15 about one may miss: at most two do."""
-    run_cli("flows.cli.evaluate", tmp_path, "experiment=paper_grid_bounds", "dataset=deeplogic-v2",
+    run_cli("flows.cli.evaluate", tmp_path, "experiment=paper_grid_bounds", "dataset=deeplogic-130",
             "report.enabled=false", "tracking.traces=none")
     answers, _ = label_and_import(tmp_path, f"sqlite:///{tmp_path}/mlflow.db", n=40)
     covered = check_calibrated(f"sqlite:///{tmp_path}/mlflow.db", answers, 40)

@@ -203,7 +203,7 @@ def test_a_process_killed_while_writing_traces_leaves_the_metrics_and_the_next_r
 def test_two_sweeps_at_once_on_one_sqlite_store_lose_nothing(tmp_path):
     sweeps = []
     for setups, cache in (("knn,bm25", "cache-a"), ("tfidf,dps", "cache-b")):
-        command = cli_command("flows.cli.evaluate", tmp_path, "-m", f"setup={setups}", "dataset.limit=40",
+        command = cli_command("flows.cli.evaluate", tmp_path, "-m", f"setup={setups}", "dataset.limit=24",
                               "classifier.folds=2", "report.enabled=false", "tracking.traces=all",
                               f"hydra.sweep.dir={tmp_path}/{cache}-multirun", cache=cache)
         log = open(tmp_path / f"{cache}.log", "w")
@@ -217,5 +217,5 @@ def test_two_sweeps_at_once_on_one_sqlite_store_lose_nothing(tmp_path):
     assert sorted(run.data.tags["opi.setup"] for run in runs) == ["BM25", "DPS", "TF-IDF", "kNN"]
     for run in runs:
         assert run.info.status == "FINISHED" and {"bertsim", "lrcr", "opi_1"} <= set(run.data.metrics)
-        assert run.data.metrics["traces_written"] == 40 and run.data.metrics["traces_failed"] == 0
-        assert len(traces_of(uri, run)) == 40
+        assert run.data.metrics["traces_written"] == 24 and run.data.metrics["traces_failed"] == 0
+        assert len(traces_of(uri, run)) == 24
