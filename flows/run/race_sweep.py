@@ -25,11 +25,10 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
     """Race ``jobs`` with ``sweeper``'s launcher (``sweeper.launch``), then launch their tracked runs."""
     bases = {tuple(job): composition(sweeper, job) for job in jobs}
     configurations = [typed_job(bases[tuple(job)], job) for job in jobs]
-    lengths = sorted({len(job) for job in jobs}, reverse=True)
+    size = len(jobs[0])  # every job of a sweep sets each swept key once; the race appends its round's overrides
 
     def launch(batch: list[list[str]]) -> list[Any]:  # each job: its configuration's composition plus the round's
         for job in batch:
-            size = next(size for size in lengths if tuple(job[:size]) in bases)
             keep_composed(sweeper.config, job, extended(bases[tuple(job[:size])], job[size:]))
         return sweeper.launch(batch)
 
