@@ -24,7 +24,7 @@ import sys, time
 from flows.run.config import compose_config, typed
 from flows.run.configuration import configuration_key
 from flows.run.data import load_data
-from flows.orchestration.cache import read_kept
+from flows.orchestration.kept import read_kept
 from flows.run.preflight import chunking_for_language, resolve_gold
 config = typed(compose_config(sys.argv[1:]))
 data = load_data(config)

@@ -131,7 +131,7 @@ EMBEDDING_STORE_FIX = "move it away or delete it (the vectors it kept will be co
 
 def stage_cache(folder: Path) -> None:
     writable_folder(folder, "paths.cache_dir")
-    for part in ("results", "keys", "locks"):
+    for part in ("results", "keys", "locks", "kept"):
         if (folder / part).exists() and not (folder / part).is_dir():
             raise StoreError(f"paths.cache_dir: {folder / part} is a file, where the stage cache keeps a folder: "
                              "move it away, or point paths.cache_dir elsewhere")

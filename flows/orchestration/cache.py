@@ -1,75 +1,30 @@
 """The stage cache: task results kept under ``paths.cache_dir``, keyed by content.
 
-- ``hashed``: a big input many task calls receive (the examples, the article texts, the chunked articles), marked
-  with its content hash, taken once instead of at every call.
-- ``key_of``: any task input as plain data for a key: hashed inputs by their hash, components and configs by their
-  class and settings (run-time resources left out, and the settings a component says its result does not depend
-  on: a retriever's ``k`` is applied after ranking).
+- ``hashed`` and ``key_of`` (``flows.orchestration.hashing``): inputs as plain data for a key.
 - ``cached``: a task with that key (``ContentInputs``), plus the task's source and the ``code`` argument every task
   takes (``flows.orchestration.code``), persisted under the cache folder with SERIALIZABLE isolation and file locks:
   when two processes need the same result, one computes it and the other waits and reads it.
-- ``read_kept`` / ``keep``: a whole configuration's result under one key; ``StageCalls`` calls stages as they are
-  declared, counts hits and misses, and takes the work each computed call measured (``flows.orchestration.work``).
+- ``StageCalls`` calls stages as they are declared, counts hits and misses, and takes the work each computed call
+  measured (``flows.orchestration.work``).
+
+Whole results under one key (a configuration's, a report's figures) are kept beside it, without Prefect
+(``flows.orchestration.kept``).
 """
 from __future__ import annotations
 
-import dataclasses
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from prefect.cache_policies import TASK_SOURCE, CachePolicy, Inputs
-from prefect.results import ResultStore
 from prefect.utilities.annotations import quote
-from prefect.utilities.hashing import hash_objects
 
 from flows.orchestration.cache_files import CacheFileSystem
+from flows.orchestration.hashing import key_of
 from flows.orchestration.locks import FileLockManager
 from flows.orchestration.prefect_adapter import was_cached, with_result_storage
 from flows.orchestration.stage import Stage
 from flows.orchestration.work import RunWork
-from opi.components import RESOURCES, target_of
-
-
-class HashedList(list):
-    """A list marked with the hash of its content (``hashed``)."""
-
-    content_hash: str
-
-
-class HashedDict(dict):
-    """A dict marked with the hash of its content (``hashed``)."""
-
-    content_hash: str
-
-
-def hashed(value: list | dict, content_hash: str | None = None) -> HashedList | HashedDict:
-    """``value`` marked with its content hash (``content_hash`` when the caller knows it from what it was made of)."""
-    marked = HashedDict(value) if isinstance(value, dict) else HashedList(value)
-    marked.content_hash = content_hash or plain_hash(marked)
-    return marked
-
-
-def plain_hash(value: list | dict) -> str:
-    return hash_objects(dict(value) if isinstance(value, dict) else list(value), raise_on_failure=True)
-
-
-def key_of(value: Any) -> Any:
-    """``value`` as plain data for a cache key. A runner that rebuilds values on the way (Dask copies collections)
-    loses the hash attribute: it is then taken again, so keys agree."""
-    if isinstance(value, (HashedList, HashedDict)):
-        return ("content-hash", getattr(value, "content_hash", None) or plain_hash(value))
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        neutral = (*RESOURCES, *getattr(type(value), "excluded_from_keys", ()))
-        return {"_target_": target_of(type(value)),
-                **{f.name: key_of(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name not in neutral}}
-    if isinstance(value, dict):
-        return {k: key_of(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [key_of(v) for v in value]
-    return value
 
 
 @dataclass
@@ -84,7 +39,7 @@ class ContentInputs(CachePolicy):
 
 
 def cache_layout(cache_dir: str) -> tuple[CacheFileSystem, CacheFileSystem, FileLockManager]:
-    """Where the cache keeps results, their keys (metadata) and its locks: one layout for tasks and kept results."""
+    """Where the cache keeps task results, their keys (metadata) and its locks."""
     root = Path(cache_dir).resolve()
     return (CacheFileSystem(basepath=str(root / "results")),
             CacheFileSystem(basepath=str(root / "keys"), results=str(root / "results")),
@@ -99,35 +54,6 @@ def cached(task_fn, cache_dir: str):
                                                                isolation_level="SERIALIZABLE"),
         persist_result=True)
     return with_result_storage(configured, results)
-
-
-def result_store(cache_dir: str) -> ResultStore:
-    """The stage cache's store, for results kept without a task."""
-    results, keys, locks = cache_layout(cache_dir)
-    return ResultStore(result_storage=results, metadata_storage=keys, lock_manager=locks)
-
-
-def read_kept(cache_dir: str, key: str) -> Any | None:
-    """A result kept under ``key``, or None (also for one left unreadable: it is computed again and replaced).
-    Waits while another process is writing it."""
-    store = result_store(cache_dir)
-    if not store.exists(key):
-        return None
-    try:
-        return store.read(key).result
-    except Exception as err:  # damaged after the existence check: computed again, then replaced
-        cache_layout(cache_dir)[1].forget(key, err)
-        return None
-
-
-def keep(cache_dir: str, key: str, value: Any) -> None:
-    """Keep ``value`` under ``key``, written under its lock (same key, same inputs: any writer's value will do)."""
-    store, holder = result_store(cache_dir), uuid.uuid4().hex
-    store.acquire_lock(key, holder=holder)
-    try:
-        store.write(key=key, obj=value, holder=holder)
-    finally:
-        store.release_lock(key, holder=holder)
 
 
 class StageCalls:

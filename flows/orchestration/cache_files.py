@@ -9,34 +9,16 @@ know the results folder: an entry whose result is damaged reads as absent, so Pr
 """
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import threading
 from pathlib import Path
 from typing import Optional
 
 from prefect.filesystems import WritableFileSystem
 
+from flows.orchestration.files import DamagedEntry, unseal, write_atomically, seal
 from flows.orchestration.prefect_adapter import RelativeResultKeys
 
 log = logging.getLogger("opi")
-MAGIC = b"OPI-SHA256:"  # then the 64 hex digits of the content's sha256, a newline, the content
-
-
-class DamagedEntry(ValueError):
-    """A cache file that is not what was written (cut short, overwritten, from another tool)."""
-
-
-def seal(content: bytes) -> bytes:
-    return MAGIC + hashlib.sha256(content).hexdigest().encode() + b"\n" + content
-
-
-def unseal(data: bytes, path: Path) -> bytes:
-    head, _, content = data.partition(b"\n")
-    if not head.startswith(MAGIC) or hashlib.sha256(content).hexdigest().encode() != head[len(MAGIC):]:
-        raise DamagedEntry(f"{path}: damaged cache entry (its checksum does not match)")
-    return content
 
 
 class CacheFileSystem(RelativeResultKeys, WritableFileSystem):
@@ -80,12 +62,7 @@ class CacheFileSystem(RelativeResultKeys, WritableFileSystem):
     def write_path(self, path: str, content: bytes, _sync: bool | None = None) -> str:
         target = self.path(path)
         target.parent.mkdir(exist_ok=True, parents=True)
-        partial = target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}.partial")
-        try:
-            partial.write_bytes(seal(content))
-            os.replace(partial, target)
-        finally:
-            partial.unlink(missing_ok=True)
+        write_atomically(target, lambda partial: partial.write_bytes(seal(content)))
         return path
 
     async def aread_path(self, path: str) -> bytes | None:

@@ -1,6 +1,7 @@
 """What the stage tasks return (``flows.orchestration.tasks``), as kept in the stage cache. ``usage`` is an LLM
 client's usage as metrics (calls, cache hits, tokens, cost; empty when no LLM was asked); ``counts`` are the
-stage's own counts (replies that could not be parsed, pairs scored)."""
+stage's own counts (replies that could not be parsed, pairs scored). ``Scores``: a configuration's whole result, as
+kept (``flows.orchestration.kept``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -46,3 +47,15 @@ class Quality:
     texts: dict[str, list] = field(default_factory=dict)
     counts: dict[str, float] = field(default_factory=dict)
     usage: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A configuration's result: its metrics, per-example predictions, per-relation table, traces, and how many
+    stage results it took."""
+
+    metrics: dict[str, float]
+    predictions: Any
+    per_relation: Any
+    traces: list
+    stages: int

@@ -14,12 +14,13 @@ import functools
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
-
-from prefect import Task, task
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from flows.orchestration.code import code_version
 from flows.orchestration.work import measuring
+
+if TYPE_CHECKING:
+    from prefect import Task
 
 Arguments = Mapping[str, Any]  # a call's arguments by parameter name
 
@@ -66,6 +67,8 @@ class Stage:
     def task(self) -> Task:
         """The stage as a Prefect task (uncached: ``flows.orchestration.cache.cached`` adds the cache). Its source,
         and so its cache key, is ``fn``'s."""
+        from prefect import task  # here: declaring stages (a kept result's key lists their modules) needs no Prefect
+
         return task(measuring(self.fn), name=self.name)
 
 

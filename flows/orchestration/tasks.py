@@ -4,7 +4,7 @@ its cache key covers, whether its result is kept and what its time counts as; ``
 A stage's key covers its inputs and the source it depends on (the ``opi`` modules it calls, the modules of the
 components it builds, and this file), so an edit in a module a stage runs computes it again and an edit elsewhere
 does not. Stages receive the typed configs and built components (``opi.schemas``, ``opi.components``); the cache keys
-them by their settings (``flows.orchestration.cache.key_of``).
+them by their settings (``flows.orchestration.hashing.key_of``).
 """
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefect.utilities.hashing import hash_objects
-
-from flows.orchestration.cache import key_of
+from flows.orchestration.hashing import content_hash, key_of
 from flows.orchestration.clients import client_for, progress_bar
 from flows.orchestration.results import Answers, Classified, Quality, Reranked
 from flows.orchestration.stage import Stage, stage
@@ -150,8 +148,7 @@ def classify(classifier, llm: LLMConfig, training: TrainingSet | None, apply_ids
 def fitted(classifier, training: TrainingSet, given: dict[str, Any]):
     """The classifier fitted on its training triples (cross-fitted, for the data's own pool), fitted once per
     process for the same settings and data."""
-    key = hash_objects(key_of(classifier), key_of(training), given["seed"], key_of(given["embedding"]),
-                       raise_on_failure=True)
+    key = content_hash(key_of(classifier), key_of(training), given["seed"], key_of(given["embedding"]))
 
     def fresh():
         return components.with_resources(classifier, **given)
@@ -216,7 +213,8 @@ def answer_quality(metrics: MetricsConfig, llm: LLMConfig, questions: list[str],
 
 @stage("sweep-report", counted_as="report", uses=("opi.report",))
 def sweep_report(configurations: list, relations: list[str], settings):
-    """The sweep report's tables and tests (its permutation tests are most of a warm sweep's time otherwise)."""
+    """The sweep report's tables and tests. Declared for its code (what a kept report depends on); the parent run
+    builds it outside any flow and keeps it whole (``flows.tracking.sweep_report.built_report``)."""
     return build_report(configurations, relations, settings)
 
 

@@ -11,17 +11,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from prefect.utilities.hashing import hash_objects
-
-from flows.orchestration.cache import read_kept, keep
 from flows.orchestration.code import code_version, remember_imports
-from flows.orchestration.runners import task_runner
+from flows.orchestration.hashing import content_hash
+from flows.orchestration.kept import keep, read_kept
 from flows.orchestration.server import run_flow
 from flows.orchestration.tasks import STAGES, RegisteredModel
 from flows.orchestration.work import RunWork
 from flows.run.data import Data, load_data, training_for, training_key
 from flows.run.identity import describe, effective_settings, live_stores
-from flows.run.pipeline import run_stages
 from flows.run.race import assembled
 from flows.tracking.registry import resolve_registered
 from flows.tracking.runs import flatten
@@ -51,9 +48,9 @@ def configuration_key(config: OPIConfig, data: Data, registered: RegisteredModel
                 if name not in ("tracking", "orchestration", "paths", "sweep", "race")}
     settings["report"].pop("enabled")
     training = training_for(config, data) if config.relations.gold != "none" else None
-    return "configuration-" + hash_objects(
+    return "configuration-" + content_hash(
         settings, config.paths.llm_cache, data.examples.content_hash, data.contexts.content_hash,
-        training_key(training), registered.uri if registered else None, result_code(config), raise_on_failure=True)
+        training_key(training), registered.uri if registered else None, result_code(config))
 
 
 def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel | None, str] | None = None
@@ -75,6 +72,8 @@ def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel |
                      len(rounds))
             return as_returned(result, {**RunWork().metrics(), "cache_hits": result.stages, "cache_misses": 0,
                                         "seconds_lookup": time.perf_counter() - started}, key)
+        from flows.run.pipeline import run_stages  # Prefect's tasks: only where a stage runs
+
         result, counts = run_stages(config, data, registered)
         # replies that were no answer are asked again by the next run; a vector store is asked again every run
         if not unanswered(result.metrics) and not live_stores(config):
@@ -143,6 +142,8 @@ def evaluate(config: OPIConfig) -> dict[str, Any]:
             return from_kept(config, kept, started, found[2])
         not_kept = found  # the flow computes it without looking the key up again
     from prefect import flow
+
+    from flows.orchestration.runners import task_runner
 
     @flow(name="opi-evaluate", flow_run_name=describe(config).name, task_runner=task_runner(config.orchestration))
     def evaluate_configuration(configuration: str, settings: dict[str, Any]) -> dict[str, Any]:

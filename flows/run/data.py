@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
-from flows.orchestration.cache import HashedList, hashed
+from flows.orchestration.hashing import HashedList, hashed
 from opi.classify import TrainingSet
 from opi.data import DataError, Example, LoadReport, labelled, load_examples, select
 from opi.relations import RelationSet, Triple, load_relation_set

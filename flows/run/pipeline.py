@@ -14,12 +14,12 @@ from typing import Any, Callable
 
 from flows.orchestration import tasks
 from flows.orchestration.cache import StageCalls
-from flows.orchestration.results import Answers
+from flows.orchestration.results import Answers, Scores
 from flows.orchestration.stage import Stage
 from flows.orchestration.tasks import RegisteredModel
 from flows.run.data import Data
 from flows.run.identity import live_stores, own_embedding
-from flows.run.stages import Results, Scores, chunked_articles, relation_stages, retrieve, scored, store_documents
+from flows.run.stages import Results, chunked_articles, relation_stages, retrieve, scored, store_documents
 from opi.llm.faults import LLMError
 from opi.retrieval import sentence_texts
 from opi.schemas import OPIConfig

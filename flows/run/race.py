@@ -241,13 +241,13 @@ SAME_IN_EVERY_ROUND = ("classifier_cv_accuracy", "rows_dropped", "store_document
 
 
 def assembled(config: OPIConfig, rounds: Sequence[Any], relations: Sequence[str], order: Sequence[str]) -> Any:
-    """A configuration's result on several rounds, from each round's kept result (``flows.run.stages.Scores``):
+    """A configuration's result on several rounds, from each round's kept result (``flows.orchestration.results.Scores``):
     the rows put together and scored once (every metric computed from rows: BERTSim, LRCR, OPI, their intervals and
     per-relation values, the retrieval metrics), the counts and times summed, what every round shares kept. The
     same as evaluating the rounds' examples at once: each example's row depends on its own question, article and
     the caches only; ``order``: the examples' ids in the data's order, which the rows take (the intervals'
     bootstrap draws by position)."""
-    from flows.run.stages import Scores
+    from flows.orchestration.results import Scores
     from opi.metrics.configuration import configuration_metrics
 
     rows = pd.concat([result.predictions for result in rounds], ignore_index=True)

@@ -8,11 +8,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefect.utilities.hashing import hash_objects
-
 from flows.orchestration import tasks
-from flows.orchestration.cache import HashedDict, StageCalls, hashed
-from flows.orchestration.results import Answers, Quality
+from flows.orchestration.cache import StageCalls
+from flows.orchestration.hashing import HashedDict, content_hash, hashed
+from flows.orchestration.results import Answers, Quality, Scores
 from flows.orchestration.tasks import RegisteredModel, StageContext
 from flows.run.data import Data, training_for
 from flows.run.identity import describe, live_stores, own_embedding
@@ -72,18 +71,6 @@ class Results:
     quality: Quality = field(default_factory=Quality)
 
 
-@dataclass(frozen=True)
-class Scores:
-    """A configuration's result: its metrics, per-example predictions, per-relation table, traces, and how many
-    stage results it took."""
-
-    metrics: dict[str, float]
-    predictions: Any
-    per_relation: Any
-    traces: list
-    stages: int
-
-
 def chunked_articles(config: OPIConfig, data: Data, results: Results, calls: StageCalls) -> dict[str, Article]:
     """Every article of the data, segmented and chunked (a stage; read once per process), as the retrievers see
     them: one index per article, or one over the corpus."""
@@ -102,7 +89,7 @@ def chunked_articles(config: OPIConfig, data: Data, results: Results, calls: Sta
 
 def corpus_of(articles: HashedDict) -> HashedDict:
     corpus = HashedDict(corpus_view(articles))
-    corpus.content_hash = hash_objects("corpus", articles.content_hash)  # not the merged text once per article
+    corpus.content_hash = content_hash("corpus", articles.content_hash)  # not the merged text once per article
     return corpus
 
 

@@ -12,12 +12,11 @@ from pathlib import Path
 import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Param
-from prefect.utilities.hashing import hash_objects
 
 from flows.orchestration import tasks
-from flows.orchestration.cache import cached, hashed, keep, read_kept
+from flows.orchestration.hashing import content_hash
+from flows.orchestration.kept import keep, read_kept
 from flows.orchestration.files import write_atomically
-from flows.orchestration.prefect_adapter import was_cached
 from flows.tracking.race_report import raced
 from flows.tracking.notes import NOTE, Placed, fixed_line, limited, placement_notes, ranking_table, shown_metric
 from flows.tracking.store import existing_store
@@ -193,28 +192,30 @@ def configuration(run, name: str, predictions: pd.DataFrame) -> Configuration:
 def content_key(configurations: list[Configuration]) -> str:
     """The configurations' content as a key: their names, kinds and predictions as text. Pickling DataFrames (the
     default hash) depends on the process's state, not only on their values: a warm sweep's report was missed."""
-    return hash_objects([(c.name, c.kind, c.setup, c.bound, c.calibrated,
+    return content_hash([(c.name, c.kind, c.setup, c.bound, c.calibrated,
                           c.predictions.to_json(orient="split", default_handler=str, double_precision=15))
-                         for c in configurations], raise_on_failure=True)
+                         for c in configurations])
 
 
 def built_report(configurations: list[Configuration], relations: list[str], settings: ReportSettings,
                  cache_dir: str | None) -> tuple[SweepReport, dict[str, bytes] | None]:
     """The report and its figures; with ``cache_dir``, those of the same predictions and settings (a re-run sweep)
-    are read back: drawing the figures costs a warm sweep ~1 s (pyplot's import, then rendering)."""
+    are read back, kept whole (``flows.orchestration.kept``: no Prefect task run outside a flow, so a warm sweep
+    imports no Prefect): the paired tests are most of a warm sweep's report, and drawing the figures ~1 s (pyplot's
+    import, then rendering)."""
     if cache_dir is None:
         return build_report(configurations, relations, settings), None
-    stage, inputs = tasks.sweep_report, hashed(configurations, content_key(configurations))
-    state = cached(stage.task, cache_dir)(inputs, relations, settings, code=stage.code(), return_state=True)
-    if was_cached(state):
+    key = content_hash(content_key(configurations), relations, settings, tasks.sweep_report.code())
+    report = read_kept(cache_dir, f"report-{key}")
+    if report is None:
+        report = build_report(configurations, relations, settings)
+        keep(cache_dir, f"report-{key}", report)
+    else:
         log.info("sweep report: tables and tests of these predictions reused from the cache")
-    report = state.result().value
-    key = "report-figures-" + hash_objects(inputs.content_hash, relations, settings, stage.code(),
-                                           raise_on_failure=True)
-    figures = read_kept(cache_dir, key)
+    figures = read_kept(cache_dir, f"report-figures-{key}")
     if figures is None:
         figures = report.figures()
-        keep(cache_dir, key, figures)
+        keep(cache_dir, f"report-figures-{key}", figures)
     return report, figures
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from flows.orchestration import tasks
-from flows.orchestration.cache import hashed
+from flows.orchestration.hashing import hashed
 from flows.run.config import compose_config, typed
 from flows.run.stages import Results, ranking_depth, retrieve
 from opi.articles import prepare_articles

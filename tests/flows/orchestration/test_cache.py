@@ -1,9 +1,10 @@
-"""The stage cache's keys and kept results: big inputs keyed by a content hash taken once, components by their
+"""The stage cache's keys: big inputs keyed by a content hash taken once, components by their
 settings (not their resources, not the settings their result does not depend on)."""
 import pytest
 
-from flows.orchestration import cache, tasks
-from flows.orchestration.cache import ContentInputs, HashedDict, HashedList, hashed, key_of
+from flows.orchestration import cache, hashing, tasks
+from flows.orchestration.cache import ContentInputs
+from flows.orchestration.hashing import HashedDict, HashedList, hashed, key_of
 from opi.data import Example
 from opi.retrievers import BM25Retriever, KNNRetriever
 
@@ -31,7 +32,7 @@ def test_a_hashed_input_is_keyed_by_its_content():
 
 def test_the_hash_is_taken_once_not_at_every_call(monkeypatch):
     marked = hashed(examples("yes"))
-    monkeypatch.setattr(cache, "plain_hash", lambda value: pytest.fail("hashed again"))
+    monkeypatch.setattr(hashing, "plain_hash", lambda value: pytest.fail("hashed again"))
     before = key(examples=marked)
     marked.extend(examples("no"))  # never done by a run: shows that the key comes from the stored hash
     assert key(examples=marked) == before
@@ -59,22 +60,3 @@ def test_a_retrievers_k_and_name_are_not_part_of_its_ranking_key():
     # the index (exact or faiss) changes the ranking: it is part of the key
     assert key_of(KNNRetriever()) == {"_target_": "opi.retrievers.dense.KNNRetriever", "index": "exact"}
     assert key_of(BM25Retriever(k=2))["k1"] == 1.5 and "k" not in key_of(BM25Retriever(k=2))
-
-
-def test_a_kept_result_reads_back_and_an_unreadable_one_is_a_miss(tmp_path, caplog):
-    folder = str(tmp_path / "cache")
-    assert cache.read_kept(folder, "configuration-x") is None
-    cache.keep(folder, "configuration-x", {"metrics": {"opi_1": 0.5}, "stages": 6})
-    assert cache.read_kept(folder, "configuration-x") == {"metrics": {"opi_1": 0.5}, "stages": 6}
-    result = tmp_path / "cache" / "results" / "configuration-x"
-    result.write_bytes(result.read_bytes()[: len(result.read_bytes()) // 2])  # as if cut off by a disk fault
-    assert cache.read_kept(folder, "configuration-x") is None
-    assert "cached result configuration-x is unreadable" in caplog.text and not result.exists()
-    cache.keep(folder, "configuration-x", {"stages": 7})  # the next run's result replaces it
-    assert cache.read_kept(folder, "configuration-x") == {"stages": 7}
-
-
-def test_a_cache_folder_moved_elsewhere_is_still_read(tmp_path):
-    cache.keep(str(tmp_path / "here"), "configuration-x", {"stages": 3})
-    (tmp_path / "here").rename(tmp_path / "there")
-    assert cache.read_kept(str(tmp_path / "there"), "configuration-x") == {"stages": 3}

@@ -4,9 +4,16 @@ import errno
 from pathlib import Path
 
 import pytest
+from prefect.results import ResultStore
 
-from flows.orchestration.cache import result_store
+from flows.orchestration.cache import cache_layout
 from flows.orchestration.cache_files import CacheFileSystem, DamagedEntry
+
+
+def result_store(cache_dir: str) -> ResultStore:
+    """Prefect's store over the stage cache's layout, as a cached task writes and reads its results."""
+    results, keys, locks = cache_layout(cache_dir)
+    return ResultStore(result_storage=results, metadata_storage=keys, lock_manager=locks)
 
 
 def full_disk_after(limit: int, monkeypatch) -> None:

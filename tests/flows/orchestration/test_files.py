@@ -1,5 +1,6 @@
 """Files written whole or not at all (``flows.orchestration.files``)."""
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ def test_a_file_is_written_under_a_partial_name_then_renamed(tmp_path):
 
     write_atomically(tmp_path / "metrics.json", write)
     (partial,) = seen
-    assert partial.parent == tmp_path and partial.name == f".metrics.json.{os.getpid()}.partial"
+    assert partial.parent == tmp_path and partial.name == f".metrics.json.{os.getpid()}-{threading.get_ident()}.partial"
     assert (tmp_path / "metrics.json").read_text() == "whole"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]  # the partial file was renamed
 
@@ -35,6 +36,7 @@ def test_a_write_that_fails_leaves_the_previous_file_whole(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         write_atomically(tmp_path / "new.csv", killed)
     assert not (tmp_path / "new.csv").exists()  # no half file under a final name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["metrics.json"]  # nor under a temporary one
 
 
 def test_a_file_is_replaced_whole(tmp_path):

@@ -1,7 +1,7 @@
 """The stage tasks as plain functions: a ranking to a depth, served to every k; the classifier fitted once per
 process for the same settings and data."""
 from flows.orchestration import tasks
-from flows.orchestration.cache import hashed
+from flows.orchestration.hashing import hashed
 from flows.orchestration.tasks import StageContext
 from opi.articles import prepare_articles
 from opi.classify import RelationClassifier, TrainingSet

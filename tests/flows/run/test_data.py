@@ -1,5 +1,5 @@
 """A configuration's data: read once per process, and the classifier's training data built and hashed once."""
-from flows.orchestration import cache
+from flows.orchestration import hashing
 from flows.run import data as run_data
 from opi.data import Example
 
@@ -10,7 +10,7 @@ def examples(*answers):
 
 def test_training_data_is_hashed_once_per_dataset(monkeypatch):
     calls = []
-    real_hashed = cache.hashed
+    real_hashed = hashing.hashed
     monkeypatch.setattr(run_data, "hashed", lambda value, known=None: calls.append(len(value)) or real_hashed(value,
                                                                                                              known))
     pool = examples("yes", "no", "maybe")

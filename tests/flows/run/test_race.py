@@ -170,7 +170,7 @@ def test_bounds_are_not_raced_but_run_once_on_the_rounds_the_race_ran(tmp_path):
 
 def test_a_tracked_run_is_its_rounds_put_together_scored_once():
     from flows.run.race import assembled
-    from flows.run.stages import Scores
+    from flows.orchestration.results import Scores
     from opi.metrics.configuration import configuration_metrics
 
     def rows(ids, similarity, correct):

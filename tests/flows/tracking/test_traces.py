@@ -95,8 +95,11 @@ def test_the_same_question_pairs_across_configurations_by_example_id(traced_swee
 def test_a_configuration_read_whole_from_the_cache_gets_its_traces_too(traced_sweep):
     folder, uri = traced_sweep
     log = run_cli("flows.cli.evaluate", folder, "setup=knn", f"dataset.limit={EXAMPLES}", "classifier.folds=2",
-                  "tracking.traces=3")
+                  "tracking.traces=3", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert "the configuration's whole result, one read" in log
+    imported = {line.rsplit("|", 1)[-1].strip() for line in log.splitlines() if line.startswith("import time:")}
+    assert "mlflow" in imported and "flows.run.configuration" in imported
+    assert not {name for name in imported if name.split(".")[0] == "prefect"}  # nothing to orchestrate: no Prefect
     first, again = configuration_runs(uri)[0], configuration_runs(uri)[-1]
     traces = traces_of(uri, again)
     assert len(traces) == again.data.metrics["traces_written"] == 3
