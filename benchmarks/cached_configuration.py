@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-STACK = "import hydra, omegaconf, mlflow, prefect, pandas"  # what any command on this stack imports
+# what a cached command cannot do without: compose (Hydra), read (pandas' tables) and log (MLflow's SQL store)
+STACK = "import hydra, omegaconf, mlflow, mlflow.store.tracking.sqlalchemy_store, pandas"
 
 READ_KEPT = """
 import sys, time
@@ -83,7 +84,7 @@ def main() -> None:
     print(f"floor: `python -c 'import opi, flows'` {imports:.2f} s + reading its kept result {min(reads):.3f} s "
           f"= {floor:.2f} s")
     print(f"ratio: {wall / floor:.1f}x the floor (target <= 2x); wall target <= 3 s")
-    print(f"the stack alone: `python -c '{STACK}'` {stack:.2f} s")
+    print(f"the libraries it needs alone: `python -c '{STACK}'` {stack:.2f} s")
     print("reused" if "whole result, one read" in output else "NOT read whole from the cache")
 
 
