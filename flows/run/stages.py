@@ -82,8 +82,11 @@ def chunked_articles(config: OPIConfig, data: Data, results: Results, calls: Sta
            tasks.chunk_articles.code())
     if MEMORY.holds("chunked articles", key):  # one read of the cached result per process, not one per job
         calls.hits += 1
+    # marked with the hash of what they are made of (the stage's whole input and code), not of their own content:
+    # JSON of every chunk and sentence cost a race ~0.7 s per round job
     articles = MEMORY.recall("chunked articles", key, lambda: hashed(
-        calls.call(tasks.chunk_articles, data.contexts, config.chunking, language)))
+        calls.call(tasks.chunk_articles, data.contexts, config.chunking, language),
+        content_hash("chunked-articles", *key)))
     return articles if config.retrieval.scope == "article" else corpus_of(articles)
 
 
