@@ -1,9 +1,47 @@
 """The stage sequence of a configuration: one ranking serves every k (the one cut is Ranking.top, applied per
-configuration), so a sweep over k ranks once."""
+configuration), so a sweep over k ranks once; the chunked articles are keyed by what they are made of."""
+from types import SimpleNamespace
+
 import pytest
 import mlflow
 
+from flows.orchestration import hashing
+from flows.orchestration.hashing import hashed
+from flows.run.stages import Results, chunked_articles
+from opi.schemas import ChunkingConfig
 from tests.helpers.cli import run_cli
+
+
+class Chunking:
+    """The chunking stage's call, counted: each article's text as its one chunk."""
+
+    hits = 0
+
+    def __init__(self):
+        self.calls = 0
+
+    def call(self, stage, contexts, chunking, language):
+        self.calls += 1
+        return {f"a{i}": [text[: chunking.size]] for i, text in enumerate(contexts)}
+
+
+def test_chunked_articles_are_keyed_by_what_they_are_made_of_without_hashing_them(monkeypatch):
+    # a race's round job chunks new articles each time: JSON of every chunk and sentence cost it ~0.7 s
+    monkeypatch.setattr(hashing, "plain_hash", lambda value: pytest.fail("the chunked articles were hashed"))
+
+    def articles(texts: str, chunking: ChunkingConfig, language: str = "en"):
+        config = SimpleNamespace(sentences=SimpleNamespace(language=language), chunking=chunking,
+                                 retrieval=SimpleNamespace(scope="article"))
+        calls = Chunking()
+        made = chunked_articles(config, SimpleNamespace(contexts=hashed(["one", "two"], texts)), Results(), calls)
+        return made.content_hash, calls.calls
+
+    first, computed = articles("texts-of-stage-test-a", ChunkingConfig())
+    assert computed == 1 and articles("texts-of-stage-test-a", ChunkingConfig()) == (first, 0)  # kept in memory
+    others = {articles("texts-of-stage-test-b", ChunkingConfig())[0],
+              articles("texts-of-stage-test-a", ChunkingConfig(size=50))[0],
+              articles("texts-of-stage-test-a", ChunkingConfig(), "de")[0]}
+    assert len(others | {first}) == 4  # other texts, chunking or language: another key
 
 
 @pytest.mark.slow
