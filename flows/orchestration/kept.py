@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import pickle
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from flows.orchestration.files import seal, unseal, write_atomically
 
@@ -38,3 +38,13 @@ def keep(cache_dir: str, key: str, value: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     content = seal(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     write_atomically(path, lambda partial: partial.write_bytes(content))
+
+
+def recalled(cache_dir: str, key: str, compute: Callable[[], Any]) -> tuple[Any, bool]:
+    """The result kept under ``key`` and True, or ``compute()``'s, kept, and False."""
+    value = read_kept(cache_dir, key)
+    if value is not None:
+        return value, True
+    value = compute()
+    keep(cache_dir, key, value)
+    return value, False

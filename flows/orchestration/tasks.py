@@ -213,8 +213,8 @@ def answer_quality(metrics: MetricsConfig, llm: LLMConfig, questions: list[str],
 
 @stage("sweep-report", counted_as="report", uses=("opi.report",))
 def sweep_report(configurations: list, relations: list[str], settings):
-    """The sweep report's tables and tests. Declared for its code (what a kept report depends on); the parent run
-    builds it outside any flow and keeps it whole (``flows.tracking.sweep_report.built_report``)."""
+    """The sweep report's tables and tests. The parent run calls it outside any flow and keeps the report whole,
+    keyed on this stage's code (``flows.tracking.sweep_report.built_report``)."""
     return build_report(configurations, relations, settings)
 
 

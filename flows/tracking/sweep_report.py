@@ -15,7 +15,7 @@ from mlflow.entities import Param
 
 from flows.orchestration import tasks
 from flows.orchestration.hashing import content_hash
-from flows.orchestration.kept import keep, read_kept
+from flows.orchestration.kept import recalled
 from flows.orchestration.files import write_atomically
 from flows.tracking.race_report import raced
 from flows.tracking.notes import NOTE, Placed, fixed_line, limited, placement_notes, ranking_table, shown_metric
@@ -25,7 +25,7 @@ from flows.tracking.sweeps import (DESCRIPTION, child_predictions, children, des
                                    sweep_incomplete, sweep_settings, yardsticks)
 from opi.metrics.names import BERTSIM, LRCR, OPI_1
 from opi.relations import load_relation_set
-from opi.report import CALIBRATED, Configuration, ReportSettings, SweepReport, build_report
+from opi.report import CALIBRATED, Configuration, ReportSettings, SweepReport
 from opi.schemas import ReportConfig
 from opi.yardstick import mixed
 
@@ -203,19 +203,14 @@ def built_report(configurations: list[Configuration], relations: list[str], sett
     are read back, kept whole (``flows.orchestration.kept``: no Prefect task run outside a flow, so a warm sweep
     imports no Prefect): the paired tests are most of a warm sweep's report, and drawing the figures ~1 s (pyplot's
     import, then rendering)."""
+    stage = tasks.sweep_report
     if cache_dir is None:
-        return build_report(configurations, relations, settings), None
-    key = content_hash(content_key(configurations), relations, settings, tasks.sweep_report.code())
-    report = read_kept(cache_dir, f"report-{key}")
-    if report is None:
-        report = build_report(configurations, relations, settings)
-        keep(cache_dir, f"report-{key}", report)
-    else:
+        return stage.fn(configurations, relations, settings), None
+    key = content_hash(content_key(configurations), relations, settings, stage.code())
+    report, reused = recalled(cache_dir, f"report-{key}", lambda: stage.fn(configurations, relations, settings))
+    if reused:
         log.info("sweep report: tables and tests of these predictions reused from the cache")
-    figures = read_kept(cache_dir, f"report-figures-{key}")
-    if figures is None:
-        figures = report.figures()
-        keep(cache_dir, f"report-figures-{key}", figures)
+    figures, _ = recalled(cache_dir, f"report-figures-{key}", report.figures)
     return report, figures
 
 

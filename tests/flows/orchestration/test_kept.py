@@ -3,7 +3,7 @@ read, and no Prefect needed for any of it."""
 import subprocess
 import sys
 
-from flows.orchestration.kept import keep, kept_path, read_kept
+from flows.orchestration.kept import keep, kept_path, read_kept, recalled
 from flows.orchestration.results import Scores
 from tests.helpers.paths import ROOT
 
@@ -42,3 +42,10 @@ def test_a_configurations_result_is_kept_and_read_without_importing_prefect(tmp_
              "print(kept.metrics, kept.stages, any(m.split('.')[0] == 'prefect' for m in sys.modules))")
     output = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
     assert output.stdout.split() == ["{'bertsim':", "0.5}", "7", "False"]
+
+
+def test_recalled_computes_once_then_reads_back(tmp_path):
+    computed = []
+    first = recalled(str(tmp_path), "report-x", lambda: computed.append(1) or {"rank": [2, 1]})
+    again = recalled(str(tmp_path), "report-x", lambda: computed.append(1) or {"rank": "not this"})
+    assert first == ({"rank": [2, 1]}, False) and again == ({"rank": [2, 1]}, True) and computed == [1]
