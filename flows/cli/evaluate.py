@@ -17,7 +17,7 @@ from flows.run.config import CONF_DIR, register_configs
 
 
 def main() -> None:
-    start_command(early_prefect=True)
+    start_command()
     register_configs()
     sys.argv = [sys.argv[0], *for_every_combination(sys.argv[1:])]
     run_command(evaluate)

@@ -3,8 +3,10 @@
 - ``start_command``, first thing: quiet, offline-friendly environment defaults (a user's own environment wins),
   third-party notices a user cannot act on filtered, credentials redacted from every log record, loopback kept off
   any proxy, ``-v``/``--verbose`` taken off the command line (it keeps third-party logs, notices and warnings), and
-  for ``opi-eval`` Prefect's temporary server booting while the command imports and checks its data. Prefect and
-  MLflow read the environment when they are imported, so commands import their work after this.
+  for commands that always run a flow (``opi-train-classifier``, ``opi-nightly-sweep``) Prefect's temporary server
+  booting while the command imports and checks its data (``opi-eval`` starts it once a result is not kept:
+  ``flows.orchestration.server``). Prefect and MLflow read the environment when they are imported, so commands import
+  their work after this.
 - ``run_command``: the work, with user errors as one line and exit 2 (``flows.base.errors``), a stop signal as one
   line and 128 + its number (Ctrl-C 130, SIGTERM 143, SIGHUP 129: runs closed as KILLED), and the servers this
   process started stopped on every way out.

@@ -1,9 +1,11 @@
 """Prefect's API for a command's flows.
 
 Without ``PREFECT_API_URL``, the command runs its own temporary server: ``prefect server start`` (Prefect's public
-command: API only, no UI, no background services) on a free 127.0.0.1 port, started as early as the command can
-(``opi-eval`` starts it before it imports anything heavy, so its boot overlaps the command's imports, data checks
-and job composition), one per command, stopped on every exit path. It runs in a session of its own, so a
+command: API only, no UI, no background services) on a free 127.0.0.1 port, one per command, stopped on every exit
+path. It is started once the command knows a flow will run: ``opi-eval`` when a configuration's result is not kept
+(a command that only reads kept results starts none: on 2 cores a booting server slows it by ~1-2 s), so its boot
+overlaps importing Prefect and loading the embedding model; ``opi-train-classifier`` and ``opi-nightly-sweep``
+first thing, since they always run one. It runs in a session of its own, so a
 terminal's Ctrl-C or hang-up reaches only the command (which then stops it), and it ends by itself when the command
 is gone (``opi.processes``). Servers boot one at a time on a Prefect home (each migrates the home's database as it
 starts). One left behind by a killed run of an older version is stopped by the next. With
@@ -55,6 +57,7 @@ class TemporaryServer:
 
 
 _SERVER: list[TemporaryServer] = []  # at most one per process
+_STARTING = threading.Lock()  # a race's configurations start their flows side by side, in threads
 _USER_URL: list[str | None] = []  # PREFECT_API_URL as the user gave it, read before we set ours
 
 
@@ -76,8 +79,12 @@ def uses_temporary_server() -> bool:
 def start_temporary_server() -> None:
     """Start booting this process's temporary server, unless the user named one or it is started already, and point
     ``PREFECT_API_URL`` at it (for Prefect, imported later, and for the processes this one starts)."""
-    if not uses_temporary_server() or _SERVER:
-        return
+    with _STARTING:
+        if uses_temporary_server() and not _SERVER:
+            _start()
+
+
+def _start() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -157,13 +164,19 @@ def stop_temporary_server() -> None:
 
 
 def ensure_api() -> None:
-    """Before the first flow: the temporary server booting (started now if the command did not start it early), or
-    the user's server answering."""
-    url = user_api_url()
-    if url is None:
+    """Before the first flow: the temporary server booting (started now if it is not already), or the user's server
+    answering."""
+    if user_api_url() is None:
         start_temporary_server()
-        return
-    if not answers(url.rstrip("/") + "/health", timeout=5):
+    else:
+        check_users_api()
+
+
+def check_users_api() -> None:
+    """The user's server (``PREFECT_API_URL``) answers, one line otherwise; nothing without one (the temporary
+    server is started when a flow needs it: ``ensure_api``)."""
+    url = user_api_url()
+    if url is not None and not answers(url.rstrip("/") + "/health", timeout=5):
         raise OrchestrationError(f"Prefect's API at {url} (PREFECT_API_URL) does not answer: start it (prefect "
                                  "server start) or unset PREFECT_API_URL to use a temporary local server")
 

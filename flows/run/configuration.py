@@ -14,7 +14,7 @@ from typing import Any, Callable
 from flows.orchestration.code import code_version, remember_imports
 from flows.orchestration.hashing import content_hash
 from flows.orchestration.kept import keep, read_kept
-from flows.orchestration.server import run_flow
+from flows.orchestration.server import run_flow, start_temporary_server
 from flows.orchestration.tasks import STAGES, RegisteredModel
 from flows.orchestration.work import RunWork
 from flows.run.data import Data, load_data, training_for, training_key
@@ -141,6 +141,7 @@ def evaluate(config: OPIConfig) -> dict[str, Any]:
         if kept is not None:
             return from_kept(config, kept, started, found[2])
         not_kept = found  # the flow computes it without looking the key up again
+    start_temporary_server()  # boots while Prefect is imported and the model loads (none if the user named one)
     from prefect import flow
 
     from flows.orchestration.runners import task_runner

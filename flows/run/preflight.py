@@ -15,7 +15,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
-from flows.orchestration.server import ensure_api
+from flows.orchestration.server import check_users_api
 from flows.run.config import check_combination_settings, refuse_secrets, typed, unused_combination_settings
 from flows.run.data import Data, load_data, training_for
 from flows.base.errors import EXIT_USER_ERROR, CommandError, composed, run_or_explain
@@ -61,7 +61,7 @@ def prepared(config: OPIConfig) -> OPIConfig:
                         "'evidence' column): leave it out of the sweep for this data")
     config = resolve_gold(config, data)
     check_key_variable(config)
-    ensure_api()
+    check_users_api()
     return config
 
 
@@ -322,7 +322,7 @@ def refuse_secrets_before_writing(config: DictConfig) -> None:
 
 class Preflight(Callback):
     """When a multirun starts: its base configuration and data checked (a problem exits 2 in one line, before the
-    parent run or any job), the line saying what will run, and Prefect's server booting while the jobs compose.
+    parent run or any job), and the line saying what will run.
     When a single run starts: its settings checked for secrets before Hydra saves them."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from flows.tracking.traces import TraceContext, traces_key, write_traces
-from tests.helpers.cli import cli_command, cli_environment, run_cli, start_cli, wait_for
+from tests.helpers.cli import cli_command, cli_environment, prefect_home, run_cli, start_cli, wait_for
 
 EXAMPLES = 5
 
@@ -94,12 +94,16 @@ def test_the_same_question_pairs_across_configurations_by_example_id(traced_swee
 
 def test_a_configuration_read_whole_from_the_cache_gets_its_traces_too(traced_sweep):
     folder, uri = traced_sweep
+    boot_lock = prefect_home(folder) / ".opi-server-boot.lock"  # a temporary server that starts booting takes it
+    assert boot_lock.exists()  # the sweep's
+    boot_lock.unlink()
     log = run_cli("flows.cli.evaluate", folder, "setup=knn", f"dataset.limit={EXAMPLES}", "classifier.folds=2",
                   "tracking.traces=3", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert "the configuration's whole result, one read" in log
     imported = {line.rsplit("|", 1)[-1].strip() for line in log.splitlines() if line.startswith("import time:")}
     assert "mlflow" in imported and "flows.run.configuration" in imported
     assert not {name for name in imported if name.split(".")[0] == "prefect"}  # nothing to orchestrate: no Prefect
+    assert not boot_lock.exists()  # ... and no server booted beside it (on 2 cores that slows the command 1-2 s)
     first, again = configuration_runs(uri)[0], configuration_runs(uri)[-1]
     traces = traces_of(uri, again)
     assert len(traces) == again.data.metrics["traces_written"] == 3
