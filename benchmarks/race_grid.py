@@ -18,9 +18,9 @@ local classifier, which cannot label them, and OPI-1 with ``--llm-latency``, who
 
 In new folders each (nothing shared): (1) the full grid; (2) the same grid with ``sweep.strategy=race``; (3) the
 full grid again in the race's folder (what a race leaves reusable). Printed for each: wall time, example rows its
-jobs wrote (configurations x examples, summed: for the race, its rounds' and its tracked runs', which are
-assembled from the rounds' results and compute nothing), the rounds' own example evaluations, LLM calls that
-reached the endpoint; then whether the race's
+jobs wrote (configurations x examples, summed: for the race, its tracked runs', which are assembled from the rounds'
+results and compute nothing; with Hydra's basic launcher its rounds run in the sweep's process and write none), the
+rounds' own example evaluations (from ``race.json``), LLM calls that reached the endpoint; then whether the race's
 survivors hold the full grid's best on the race metric (by the grid's own table, and by the average over articles
 the race ranks by), and the race's costs as shares of the grid's.
 """
@@ -193,9 +193,9 @@ def main() -> None:
         print(f"race metric {metric}; the grid's best by its table: {table_best}; by the average over articles: "
               f"{article_best}; the race's survivors: {sorted(kept)}")
         print(f"survivors hold the grid's best: by the table {table_best in kept}, by articles {article_best in kept}")
-        print(f"race / grid: example evaluations of the rounds {rounds / grid['evaluations']:.2f} (rows written, "
-              f"tracked runs included: {race['evaluations'] / grid['evaluations']:.2f}), LLM calls {race['calls'] / max(grid['calls'], 1):.2f}, wall "
-              f"{race['wall'] / grid['wall']:.2f}; the grid after the race asked the endpoint "
+        print(f"race / grid: example evaluations of the rounds {rounds / grid['evaluations']:.2f}, LLM calls "
+              f"{race['calls'] / max(grid['calls'], 1):.2f}, wall {race['wall'] / grid['wall']:.2f}; the grid after "
+              f"the race asked the endpoint "
               f"{figures['grid after the race']['calls']} times of the grid's {grid['calls']}")
 
 

@@ -416,6 +416,7 @@ class RaceConfig:
     budget_unit: str = "examples"  # examples (evaluated, summed over configurations) | llm_calls | usd
     rounds: int = 10  # the data dealt into this many rounds of whole clusters
     min_clusters: int = 10  # no elimination before this many clusters are seen
+    side_by_side: int = 4  # a round's configurations evaluated at once, in threads (Hydra's basic launcher); 1: in turn
     record: bool = False  # set by the race for the runs it logs: this job records the race's outcome
 
     def __post_init__(self):
@@ -426,6 +427,7 @@ class RaceConfig:
                  f"race.budget_unit must be one of {', '.join(BUDGET_UNITS)}, got {self.budget_unit!r}")
         _require(self.rounds >= 2, f"race.rounds must be >= 2, got {self.rounds}")
         _require(self.min_clusters >= 2, f"race.min_clusters must be >= 2, got {self.min_clusters}")
+        _require(self.side_by_side >= 1, f"race.side_by_side must be >= 1, got {self.side_by_side}")
 
 
 @dataclass

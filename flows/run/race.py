@@ -6,8 +6,9 @@ rounds' kept results (``assembled``: nothing is computed or paid twice): those a
 they record the race's outcome (``race.json`` in the sweep's folder, ``flows.tracking.race_report``, read by
 ``race.record`` jobs and by the parent run).
 
-The rounds' own jobs are launched by the sweep's launcher with tracking and the report off; their predictions are
-read from their output folders."""
+A round's configurations run with tracking and the report off: with Hydra's basic launcher side by side in this
+process (``flows.run.race_rounds``: their waits on an LLM endpoint overlap, and one's Python runs while others
+wait), with any other launcher as its jobs, their predictions read from their output folders (``outputs_of``)."""
 from __future__ import annotations
 
 import json
@@ -99,15 +100,18 @@ class Outcome:
     spent: dict[str, float] = field(default_factory=dict)
 
 
-class RaceRun:
-    """One race over ``jobs``; ``launch(batch)`` runs a batch of jobs (lists of overrides) and returns Hydra's
-    JobReturns."""
+Rows = tuple[pd.DataFrame, dict[str, float]]  # a round job's prediction rows and metrics
 
-    def __init__(self, jobs: list[list[str]], config: OPIConfig, examples: Sequence, launch: Callable,
-                 bounds: Sequence[int] = ()):
+
+class RaceRun:
+    """One race over ``jobs``; ``evaluate(batch)`` runs a round's jobs (lists of overrides) and returns each one's
+    prediction rows and metrics, in order."""
+
+    def __init__(self, jobs: list[list[str]], config: OPIConfig, examples: Sequence,
+                 evaluate: Callable[[list[list[str]]], list[Rows]], bounds: Sequence[int] = ()):
         """``bounds``: the indexes of jobs that are bounds (random, oracle): reference points, not raced; each is
         run once, tracked, on the rounds the race ran."""
-        self.config, self.launch = config, launch
+        self.config, self.evaluate = config, evaluate
         names = labels_of(jobs)
         self.bounds = [(job, name) for i, (job, name) in enumerate(zip(jobs, names)) if i in set(bounds)]
         self.jobs = [job for i, job in enumerate(jobs) if i not in set(bounds)]
@@ -131,8 +135,7 @@ class RaceRun:
             batch = [[*self.jobs[self.labels.index(label)], *self.round_overrides(number)]
                      for label in alive]
             scores = {}
-            for label, returned in zip(alive, self.launch(batch)):
-                rows, metrics = outputs_of(returned)
+            for label, (rows, metrics) in zip(alive, self.evaluate(batch)):
                 scores[label] = cluster_scores(rows, self.metric)
                 self.each[label].add(len(rows), metrics)
                 self.spent.add(len(rows), metrics)
@@ -200,8 +203,8 @@ def finite(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
-def outputs_of(returned: Any) -> tuple[pd.DataFrame, dict[str, float]]:
-    """A round job's prediction rows and metrics, from its output folder."""
+def outputs_of(returned: Any) -> Rows:
+    """A round job's prediction rows and metrics, from its output folder (a job of the sweep's launcher)."""
     _ = returned.return_value  # a failed job raises here, as with Hydra's basic sweeper
     folder = Path(returned.hydra_cfg.hydra.runtime.output_dir)
     metrics = json.loads((folder / "metrics.json").read_text())

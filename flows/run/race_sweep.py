@@ -13,7 +13,8 @@ from flows.base.progress import start_sweep
 from flows.run.config import typed
 from flows.run.data import load_data
 from flows.run.preflight import prepared, without_hydra
-from flows.run.race import RaceRun
+from flows.run.race import RaceRun, Rows, outputs_of
+from flows.run.race_rounds import side_by_side
 from flows.tracking.race_report import RACE_FILE, verdict
 from opi.schemas import OPIConfig
 from hydra_plugins.opi_sweeper import composed_before, extended, keep_composed
@@ -22,7 +23,8 @@ log = logging.getLogger("opi")
 
 
 def race(sweeper: Any, jobs: list[list[str]]) -> None:
-    """Race ``jobs`` with ``sweeper``'s launcher (``sweeper.launch``), then launch their tracked runs."""
+    """Race ``jobs``: each round's in this process side by side, or with ``sweeper``'s launcher when it is not Hydra's
+    basic one; then launch their tracked runs (``sweeper.launch``)."""
     bases = {tuple(job): composition(sweeper, job) for job in jobs}
     configurations = [typed_job(bases[tuple(job)], job) for job in jobs]
     size = len(jobs[0])  # every job of a sweep sets each swept key once; the race appends its round's overrides
@@ -36,7 +38,13 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
     examples = load_data(config).examples
     sweep_dir = Path(sweeper.config.hydra.sweep.dir)
     bounds = [i for i, c in enumerate(configurations) if any(m.bound for m in c.members().values())]
-    run = RaceRun(jobs, config, examples, launch, bounds)
+    if in_this_process(sweeper):
+        evaluate_round = side_by_side(lambda job: typed_job(extended(bases[tuple(job[:size])], job[size:]), job),
+                                      config.race.side_by_side)
+    else:
+        def evaluate_round(batch: list[list[str]]) -> list[Rows]:
+            return [outputs_of(returned) for returned in launch(batch)]
+    run = RaceRun(jobs, config, examples, evaluate_round, bounds)
     log.info("racing %d configurations on %d examples in %d rounds of whole clusters, by %s (alpha %g)%s",
              len(run.jobs), len(examples), len(run.plan), run.metric, config.race.alpha,
              f"; the {len(bounds)} bound(s) run once, at the end, on the rounds the race ran" if bounds else "")
@@ -45,6 +53,15 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
     write_atomically(sweep_dir / RACE_FILE, lambda path: path.write_text(json.dumps(outcome, indent=1)))
     log.info("%s", verdict(outcome))
     launch(run.record_jobs())
+
+
+def in_this_process(sweeper: Any) -> bool:
+    """The sweep's launcher is Hydra's basic one (``hydra/launcher=basic``, the default), which runs its jobs one
+    after another in this process: a round's jobs then run side by side here instead (``flows.run.race_rounds``).
+    Another launcher (joblib, submitit) runs them where it runs jobs."""
+    from omegaconf import OmegaConf
+
+    return (OmegaConf.select(sweeper.config, "hydra.runtime.choices") or {}).get("hydra/launcher") == "basic"
 
 
 def composition(sweeper: Any, job: list[str]) -> Any:

@@ -12,6 +12,7 @@ import importlib.util
 import os
 import re
 import sys
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -150,6 +151,7 @@ class SentenceEmbedder(Embedder):
         self.device = device
         self.backend = backend
         self._model = None
+        self._loading = threading.Lock()  # loaded once, also when configurations side by side ask at once
         self._key: str | None = None
 
     @property
@@ -176,19 +178,24 @@ class SentenceEmbedder(Embedder):
 
     def _load(self):
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
-            from sentence_transformers.models import Normalize
-
-            path = resolve_model_path(self.model_id)
-            try:
-                model = SentenceTransformer(path, device=self.device, backend=self.backend)
-            except (OSError, ValueError) as err:  # not downloaded and the hub unreachable, or a folder without a
-                raise ModelUnavailable.of(self.model_id, err) from err  # model, or with a damaged one
-            if any(isinstance(module, Normalize) for module in model):
-                model = SentenceTransformer(modules=[m for m in model if not isinstance(m, Normalize)],
-                                            device=self.device)
-            self._model = model
+            with self._loading:
+                if self._model is None:
+                    self._model = self._loaded()
         return self._model
+
+    def _loaded(self):
+        from sentence_transformers import SentenceTransformer
+        from sentence_transformers.models import Normalize
+
+        path = resolve_model_path(self.model_id)
+        try:
+            model = SentenceTransformer(path, device=self.device, backend=self.backend)
+        except (OSError, ValueError) as err:  # not downloaded and the hub unreachable, or a folder without a
+            raise ModelUnavailable.of(self.model_id, err) from err  # model, or with a damaged one
+        if any(isinstance(module, Normalize) for module in model):
+            model = SentenceTransformer(modules=[m for m in model if not isinstance(m, Normalize)],
+                                        device=self.device)
+        return model
 
     def compute(self, texts: list[str]) -> np.ndarray:
         return self._load().encode(texts, batch_size=self.batch_size, convert_to_numpy=True,

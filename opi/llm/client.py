@@ -199,6 +199,18 @@ def in_parallel(tasks: Sequence[Callable[[], Reply]], concurrency: int,
     return [f.result() for f in futures]
 
 
+_IN_FLIGHT: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+def in_flight(settings: EndpointConfig) -> threading.BoundedSemaphore:
+    """A slot for one request to this endpoint: this process has at most its ``concurrency`` requests in flight to
+    it, whoever asks (a race's configurations evaluated side by side each ask ``concurrency`` at once)."""
+    key = (settings.base_url or "openai", settings.concurrency)
+    with _IN_FLIGHT_LOCK:
+        return _IN_FLIGHT.setdefault(key, threading.BoundedSemaphore(settings.concurrency))
+
+
 def without_authorization(request) -> None:
     """An httpx request hook: no ``Authorization`` header (the openai client needs a key string, and would send
     ``Bearer <placeholder>`` to an endpoint that asked for none)."""
@@ -279,7 +291,8 @@ class Endpoint:
                 raise LLMInterrupted("stopped: the process is exiting")
             attempts += 1
             try:
-                raw = send(client, timeout)
+                with in_flight(self.settings):
+                    raw = send(client, timeout)
             except (openai.APIStatusError, openai.APIConnectionError) as err:
                 failure, retry_after = self._retriable(err, attempts, started, timeout)
             else:

@@ -22,6 +22,9 @@ def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_
     rounds = [line.split("] ", 1)[1] for line in log.splitlines() if re.search(r"\] round \d/4: ", line)]
     assert rounds and all(re.fullmatch(r"round \d/4: \d+ examples so far, [12] of 2 configurations left, \d+ "
                                        r"example evaluations, 0 LLM calls, \$0\.00 spent", line) for line in rounds)
+    # with Hydra's basic launcher a round's configurations run side by side in the sweep's process: the only jobs
+    # launched are the three tracked runs
+    assert sorted(p.name for p in (tmp_path / "multirun").iterdir() if p.name.isdigit()) == ["0", "1", "2"]
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     experiment = client.get_experiment_by_name("opi")
     (parent,) = client.search_runs([experiment.experiment_id], "tags.`opi.role` = 'sweep'")

@@ -55,6 +55,7 @@ class FakeOpenAI:
         self.stall_seconds, self.retry_after = stall_seconds, retry_after
         self.known_models, self.api_key = known_models, api_key
         self.arrivals: list[float] = []
+        self.active = self.most_at_once = 0  # requests in their latency now; the most at one time
         self.injected: dict[str, int] = dict.fromkeys(FAULTS, 0)
         self.bodies: list[dict] = []
         self.files: dict[str, bytes] = {}  # the fine-tuning API's uploads
@@ -156,7 +157,12 @@ class FakeOpenAI:
                                           content_type="text/html")
                     if fault == "nochoices":
                         return self._send(200, {"id": "x", "object": "chat.completion"})
+                    with fake.lock:
+                        fake.active += 1
+                        fake.most_at_once = max(fake.most_at_once, fake.active)
                     time.sleep(fake.latency)
+                    with fake.lock:  # before the reply: its client may send the next request once it has it
+                        fake.active -= 1
                     if self.path.endswith("/embeddings"):
                         return self._send(200, embeddings_reply(body, fake.vectors_for(body)))
                     content = "" if fault == "empty" else None if fault == "refusal" else fake.reply_for(body)

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from flows.run.config import compose_config, typed
 from flows.run.preflight import race_problem
-from flows.run.race import RaceRun, job_key, labels_of, metric_problem, outcome_tags, race_metric
+from flows.run.race import RaceRun, job_key, labels_of, metric_problem, outcome_tags, outputs_of, race_metric
 from flows.orchestration.files import write_atomically
 from flows.tracking.race_report import RACE_FILE, race_table, read_outcome, verdict
 from opi.data import Example
@@ -63,7 +63,8 @@ def examples(clusters: int) -> list[Example]:
 
 class FakeJobs:
     """Round jobs whose per-example similarity is known: ``truth[setup]`` plus a fixed noise of up to ``noise`` per
-    cluster; each job's rows and metrics written where a Hydra job writes them."""
+    cluster; each job's rows and metrics written where a Hydra job writes them, and read back as a race reads a
+    launcher's jobs (``outputs_of``)."""
 
     def __init__(self, folder: Path, data: list[Example], truth: dict[str, float], noise: float = 0.0):
         self.folder, self.data, self.truth, self.noise, self.batches = folder, data, truth, noise, []
@@ -88,7 +89,7 @@ class FakeJobs:
                                                           "llm_cost_usd": 0.01 * len(rows)}))
             returns.append(SimpleNamespace(return_value=0.0, hydra_cfg=OmegaConf.create(
                 {"hydra": {"runtime": {"output_dir": str(out)}}})))
-        return returns
+        return [outputs_of(returned) for returned in returns]
 
 
 def test_a_race_drops_the_clearly_worse_rounds_by_round_and_records_what_each_ran(tmp_path):

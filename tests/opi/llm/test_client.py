@@ -256,6 +256,21 @@ def test_a_retry_after_beyond_the_deadline_ends_the_request_at_once():
         assert time.monotonic() - started < 4 and len(server.arrivals) == 1
 
 
+def test_clients_side_by_side_keep_to_the_endpoints_concurrency():
+    # a race evaluates configurations side by side, each asking `concurrency` at once: the endpoint sees no more
+    with FakeOpenAI(latency=0.2) as server:
+        clients = [ChatClient(settings(server.base_url, concurrency=3)) for _ in range(3)]
+        asks = [threading.Thread(target=c.complete_many, args=(batch(QUESTIONS[:12]),)) for c in clients]
+        for ask in asks:
+            ask.start()
+        for ask in asks:
+            ask.join()
+        assert len(server.arrivals) == 36 and server.most_at_once == 3
+        alone = ChatClient(settings(server.base_url, concurrency=6))  # another setting: a limit of its own
+        alone.complete_many(batch(QUESTIONS[12:30]))
+        assert server.most_at_once == 6
+
+
 def test_a_batch_stops_at_the_first_fault():
     with FakeOpenAI(mode="html") as server:
         client = ChatClient(settings(server.base_url, concurrency=2))

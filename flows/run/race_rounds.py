@@ -1,0 +1,41 @@
+"""A race's round evaluated side by side in this process (``sweep.strategy=race`` with Hydra's basic launcher).
+
+Each surviving configuration's round job is typed from its composition plus the round's value overrides, as Hydra
+would compose the job, and checked in turn before any work. Then up to ``race.side_by_side`` are evaluated at once,
+each in a thread of its own. Their waits on an LLM endpoint overlap (requests in flight to one endpoint stay within
+its ``concurrency``: ``opi.llm.client.in_flight``), and one configuration's Python runs while others wait on the
+endpoint or on the embedding model. Each returns what its job would have written: its prediction rows and metrics;
+its result is kept as a job's is, so the tracked runs are assembled from it.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from flows.base.errors import run_or_explain
+from flows.run.configuration import evaluate
+from flows.run.preflight import prepared
+from flows.run.race import Rows
+from opi.schemas import OPIConfig
+
+
+def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: int
+                 ) -> Callable[[list[list[str]]], list[Rows]]:
+    """A race's round evaluator: ``configuration_of(job)`` types a round job (a list of overrides)."""
+
+    def evaluate_round(batch: list[list[str]]) -> list[Rows]:
+        configurations = [run_or_explain(prepared, configuration_of(job)) for job in batch]
+        if min(at_once, len(configurations)) <= 1:
+            return [rows_of(config) for config in configurations]
+        pool = ThreadPoolExecutor(max_workers=min(at_once, len(configurations)), thread_name_prefix="opi-round")
+        try:
+            return list(pool.map(rows_of, configurations))
+        finally:  # a failure or Ctrl-C: nothing more starts; those running end (an LLM wait sees the stop)
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    return evaluate_round
+
+
+def rows_of(config: OPIConfig) -> Rows:
+    result = run_or_explain(evaluate, config)
+    return result["predictions"], {k: v for k, v in result["metrics"].items() if v is not None}

@@ -1,0 +1,61 @@
+"""A race's round side by side in this process: every configuration checked before any work, evaluated at once
+(up to race.side_by_side), results in the round's order, a failure raised after the others end."""
+import threading
+
+import pandas as pd
+import pytest
+
+from flows.run import race_rounds
+
+
+@pytest.fixture
+def fake_evaluation(monkeypatch):
+    """Configurations are names; evaluating one waits until ``together`` are running (or 2 s), then returns one row
+    naming it and the most that ran at once."""
+    state = {"running": 0, "most": 0, "checked": [], "together": 1, "fail": None}
+    lock, changed = threading.Lock(), threading.Condition()
+
+    def prepared(config):
+        state["checked"].append((config, state["running"]))
+        return config
+
+    def evaluate(config):
+        with changed:
+            state["running"] += 1
+            state["most"] = max(state["most"], state["running"])
+            changed.notify_all()
+            changed.wait_for(lambda: state["running"] >= state["together"], timeout=2)
+        try:
+            if config == state["fail"]:
+                raise ValueError(f"{config} failed")
+            return {"predictions": pd.DataFrame({"name": [config]}), "metrics": {"n": 1.0, "none": None}}
+        finally:
+            with lock:
+                state["running"] -= 1
+
+    monkeypatch.setattr(race_rounds, "prepared", prepared)
+    monkeypatch.setattr(race_rounds, "evaluate", evaluate)
+    return state
+
+
+def test_a_rounds_configurations_run_at_once_and_come_back_in_order(fake_evaluation):
+    fake_evaluation["together"] = 3
+    evaluate_round = race_rounds.side_by_side(lambda job: job[0], at_once=3)
+    results = evaluate_round([["a"], ["b"], ["c"], ["d"]])
+    assert [rows["name"][0] for rows, _ in results] == ["a", "b", "c", "d"]
+    assert [metrics for _, metrics in results] == [{"n": 1.0}] * 4  # as a job's metrics.json holds them
+    assert fake_evaluation["most"] == 3  # three at once, not four
+    assert [running for _, running in fake_evaluation["checked"]] == [0] * 4  # all checked before any work
+
+
+def test_one_at_a_time_when_asked(fake_evaluation):
+    evaluate_round = race_rounds.side_by_side(lambda job: job[0], at_once=1)
+    assert len(evaluate_round([["a"], ["b"]])) == 2 and fake_evaluation["most"] == 1
+
+
+def test_a_failure_is_raised_once_the_others_end(fake_evaluation):
+    fake_evaluation.update(together=2, fail="b")
+    evaluate_round = race_rounds.side_by_side(lambda job: job[0], at_once=2)
+    with pytest.raises(ValueError, match="b failed"):
+        evaluate_round([["a"], ["b"], ["c"]])
+    assert fake_evaluation["running"] == 0
