@@ -1,7 +1,7 @@
 """A race against the full grid it replaces, side by side in one run (issue #42).
 
     python benchmarks/race_grid.py [--grid readme|large] [--docs 260] [--llm-latency 0.2] [--concurrency 16]
-                                   [-- overrides]
+                                   [--no-rerun] [-- overrides]
 
 ``readme``: the README grid (``experiment=paper_grid_bounds``); ``large``: the seven retrievers x ``retriever.k`` 2,
 4, 8 x ``chunking`` small, paper (42 configurations), plus the six combinations (48). With ``--llm-latency``, the
@@ -149,6 +149,7 @@ def main() -> None:
                         help="sentences in the fake endpoint's answer (2: as many as the local reader's)")
     parser.add_argument("--docs", type=int, help="articles of real text (the Python documentation) instead of the "
                         "bundled deeplogic-v2")
+    parser.add_argument("--no-rerun", action="store_true", help="skip (3), the full grid again after the race")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # grid_best downloads each run's rows
@@ -167,8 +168,9 @@ def main() -> None:
                "classifier=llm", f"llm.concurrency={args.concurrency}"] if args.llm_latency is not None else []
         sweeps = [GRIDS[args.grid]] + ([GRIDS["large_combinations"]] if args.grid == "large" else [])
         figures = {}
-        for label, folder, extra in (("grid", Path(grid_dir), []), ("race", Path(race_dir), ["sweep.strategy=race"]),
-                                     ("grid after the race", Path(race_dir), [])):
+        phases = [("grid", Path(grid_dir), []), ("race", Path(race_dir), ["sweep.strategy=race"]),
+                  *([] if args.no_rerun else [("grid after the race", Path(race_dir), [])])]
+        for label, folder, extra in phases:
             calls_before, wall = len(server.arrivals), 0.0
             before = evaluations(folder)
             for sweep in sweeps:
@@ -194,9 +196,10 @@ def main() -> None:
               f"{article_best}; the race's survivors: {sorted(kept)}")
         print(f"survivors hold the grid's best: by the table {table_best in kept}, by articles {article_best in kept}")
         print(f"race / grid: example evaluations of the rounds {rounds / grid['evaluations']:.2f}, LLM calls "
-              f"{race['calls'] / max(grid['calls'], 1):.2f}, wall {race['wall'] / grid['wall']:.2f}; the grid after "
-              f"the race asked the endpoint "
-              f"{figures['grid after the race']['calls']} times of the grid's {grid['calls']}")
+              f"{race['calls'] / max(grid['calls'], 1):.2f}, wall {race['wall'] / grid['wall']:.2f}")
+        if "grid after the race" in figures:
+            print(f"the grid after the race asked the endpoint {figures['grid after the race']['calls']} times of the "
+                  f"grid's {grid['calls']}")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ the config names and is never stored or logged.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -197,6 +198,28 @@ def in_parallel(tasks: Sequence[Callable[[], Reply]], concurrency: int,
     finally:
         stop.set()  # no new task starts; those in flight end on their own
     return [f.result() for f in futures]
+
+
+_ASKING: dict[str, list] = {}  # a request's call key -> [its lock, the threads holding or waiting for it]
+_ASKING_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def one_asking(key: str):
+    """One thread at a time asks a request (by call key); the same request from another thread waits, then finds the
+    reply in the call cache: configurations evaluated side by side (a race's round) do not pay twice for what they
+    share, such as the gold answers' relations."""
+    with _ASKING_LOCK:
+        entry = _ASKING.setdefault(key, [threading.Lock(), 0])
+        entry[1] += 1
+    try:
+        with entry[0]:
+            yield
+    finally:
+        with _ASKING_LOCK:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _ASKING[key]
 
 
 _IN_FLIGHT: dict[tuple[str, int], threading.BoundedSemaphore] = {}
@@ -446,14 +469,21 @@ class ChatClient:
         key = self._key(body)
         with self.usage.lock:
             self.usage.calls += 1
-        cached = self.cache.get(key) if self.cache is not None else None
-        if cached is not None and cached["content"].strip():  # an empty reply cached by an older version: ask
-            with self.usage.lock:
-                self.usage.cache_hits += 1
-            tokens = _tokens(cached.get("usage"))
-            content = self.bounded(cached["content"], tokens[1], cached.get("overlong", False))
-            self.records[key] = CallRecord(content, True, *tokens)
-            return content
+        if self.cache is None:
+            return self._asked(body, key, None)
+        with one_asking(key):  # the same request asked at once elsewhere in this process: its reply, from the cache
+            cached = self.cache.get(key)
+            if cached is not None and cached["content"].strip():  # an empty reply cached by an older version: ask
+                with self.usage.lock:
+                    self.usage.cache_hits += 1
+                tokens = _tokens(cached.get("usage"))
+                content = self.bounded(cached["content"], tokens[1], cached.get("overlong", False))
+                self.records[key] = CallRecord(content, True, *tokens)
+                return content
+            return self._asked(body, key, cached)
+
+    def _asked(self, body: dict[str, Any], key: str, cached: dict | None) -> str | None:
+        """The endpoint's reply to ``body`` (asked again while empty or refused), cached when it is an answer."""
         refused, spent = False, (0, 0)
         for _ in range(1 + self.settings.empty_retries):
             response = self._call(body)

@@ -62,6 +62,24 @@ def test_the_cache_makes_the_second_run_free(tmp_path):
     assert second.usage.http_requests == 0 and second.usage.cache_hits == 5 and second.usage.calls == 5
 
 
+def test_the_same_request_asked_at_once_by_two_clients_is_sent_once(tmp_path):
+    # configurations side by side (a race's round) share requests, such as the gold answers' relations
+    with FakeOpenAI(latency=0.3) as server:
+        clients = [ChatClient(settings(server.base_url), CallCache(tmp_path / "calls.sqlite")) for _ in range(2)]
+        answers: list = [None, None]
+
+        def ask(number):
+            answers[number] = clients[number].complete_many(batch(QUESTIONS[:4]))
+
+        asks = [threading.Thread(target=ask, args=(number,)) for number in range(2)]
+        for thread in asks:
+            thread.start()
+        for thread in asks:
+            thread.join()
+    assert answers[0] == answers[1] and len(server.arrivals) == 4
+    assert sum(c.usage.http_requests for c in clients) == 4 and sum(c.usage.cache_hits for c in clients) == 4
+
+
 def test_a_cache_id_replaces_the_address_in_the_cache_key(tmp_path):
     """A local server's port changes at every start; its model does not: its answers stay cached."""
     cache = CallCache(tmp_path / "calls.sqlite")
