@@ -9,6 +9,7 @@ its result is kept as a job's is, so the tracked runs are assembled from it.
 """
 from __future__ import annotations
 
+import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
@@ -28,8 +29,9 @@ def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: in
         if min(at_once, len(configurations)) <= 1:
             return [rows_of(config) for config in configurations]
         pool = ThreadPoolExecutor(max_workers=min(at_once, len(configurations)), thread_name_prefix="opi-round")
-        try:
-            return list(pool.map(rows_of, configurations))
+        try:  # each in a copy of this thread's context: inside the nightly's flow run, their flows are its subflows
+            running = [pool.submit(contextvars.copy_context().run, rows_of, config) for config in configurations]
+            return [future.result() for future in running]
         finally:  # a failure or Ctrl-C: nothing more starts; those running end (an LLM wait sees the stop)
             pool.shutdown(wait=True, cancel_futures=True)
 

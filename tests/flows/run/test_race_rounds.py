@@ -59,3 +59,20 @@ def test_a_failure_is_raised_once_the_others_end(fake_evaluation):
     with pytest.raises(ValueError, match="b failed"):
         evaluate_round([["a"], ["b"], ["c"]])
     assert fake_evaluation["running"] == 0
+
+
+def test_each_configuration_runs_in_a_copy_of_the_callers_context(fake_evaluation, monkeypatch):
+    # inside the nightly's flow run (a context variable), the configurations' flows are its subflows
+    import contextvars
+
+    seen, variable = [], contextvars.ContextVar("flow_run", default=None)
+
+    def evaluate(config):
+        seen.append(variable.get())
+        variable.set(config)  # a flow run of its own, in its own copy
+        return {"predictions": pd.DataFrame({"name": [config]}), "metrics": {}}
+
+    monkeypatch.setattr(race_rounds, "evaluate", evaluate)
+    variable.set("nightly")
+    race_rounds.side_by_side(lambda job: job[0], at_once=2)([["a"], ["b"], ["c"]])
+    assert seen == ["nightly"] * 3 and variable.get() == "nightly"
