@@ -3,7 +3,7 @@
 Without ``PREFECT_API_URL``, the command runs its own temporary server: ``prefect server start`` (Prefect's public
 command: API only, no UI, no background services) on a free 127.0.0.1 port, one per command, stopped on every exit
 path. It is started once the command knows a flow will run: ``opi-eval`` when a configuration's result is not kept
-(a command that only reads kept results starts none: on 2 cores a booting server slows it by ~1-2 s), so its boot
+(a command that only reads kept results starts none: a boot costs ~0.8 CPU-seconds beside it), so its boot
 overlaps importing Prefect and loading the embedding model; ``opi-train-classifier`` and ``opi-nightly-sweep``
 first thing, since they always run one. It runs in a session of its own, so a
 terminal's Ctrl-C or hang-up reaches only the command (which then stops it), and it ends by itself when the command

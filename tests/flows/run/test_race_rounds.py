@@ -76,3 +76,17 @@ def test_each_configuration_runs_in_a_copy_of_the_callers_context(fake_evaluatio
     variable.set("nightly")
     race_rounds.side_by_side(lambda job: job[0], at_once=2)([["a"], ["b"], ["c"]])
     assert seen == ["nightly"] * 3 and variable.get() == "nightly"
+
+
+@pytest.mark.parametrize("launcher, here", [("basic", True), ("joblib", False)])
+def test_rounds_run_here_only_with_hydras_basic_launcher(launcher, here):
+    # another launcher (joblib, submitit) gets a race's rounds as its jobs, where it runs jobs
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from flows.run.race_sweep import in_this_process
+
+    sweeper = SimpleNamespace(config=OmegaConf.create({"hydra": {"runtime": {"choices": {
+        "hydra/launcher": launcher, "hydra/sweeper": "opi"}}}}))
+    assert in_this_process(sweeper) is here
