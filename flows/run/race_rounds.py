@@ -10,7 +10,7 @@ its result is kept as a job's is, so the tracked runs are assembled from it.
 from __future__ import annotations
 
 import contextvars
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
 from flows.base.errors import run_or_explain
@@ -26,18 +26,20 @@ def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: in
 
     def evaluate_round(batch: list[list[str]]) -> list[Rows]:
         configurations = [run_or_explain(prepared, configuration_of(job)) for job in batch]
-        if min(at_once, len(configurations)) <= 1:
-            return [rows_of(config) for config in configurations]
         pool = ThreadPoolExecutor(max_workers=min(at_once, len(configurations)), thread_name_prefix="opi-round")
         try:  # each in a copy of this thread's context: inside the nightly's flow run, their flows are its subflows
             running = [pool.submit(contextvars.copy_context().run, rows_of, config) for config in configurations]
-            return [future.result() for future in running]
+            return run_or_explain(results_of, running)  # the first failure, one line: not one per configuration
         finally:  # a failure or Ctrl-C: nothing more starts; those running end (an LLM wait sees the stop)
             pool.shutdown(wait=True, cancel_futures=True)
 
     return evaluate_round
 
 
+def results_of(running: list[Future]) -> list[Rows]:
+    return [future.result() for future in running]
+
+
 def rows_of(config: OPIConfig) -> Rows:
-    result = run_or_explain(evaluate, config)
+    result = evaluate(config)
     return result["predictions"], {k: v for k, v in result["metrics"].items() if v is not None}

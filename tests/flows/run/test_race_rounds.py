@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from flows.run import race_rounds
+from opi.data import DataError
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def fake_evaluation(monkeypatch):
             changed.wait_for(lambda: state["running"] >= state["together"], timeout=2)
         try:
             if config == state["fail"]:
-                raise ValueError(f"{config} failed")
+                raise DataError(f"{config} failed")
             return {"predictions": pd.DataFrame({"name": [config]}), "metrics": {"n": 1.0, "none": None}}
         finally:
             with lock:
@@ -53,12 +54,14 @@ def test_one_at_a_time_when_asked(fake_evaluation):
     assert len(evaluate_round([["a"], ["b"]])) == 2 and fake_evaluation["most"] == 1
 
 
-def test_a_failure_is_raised_once_the_others_end(fake_evaluation):
+def test_a_failure_is_raised_once_the_others_end_and_said_once_by_the_command(fake_evaluation, caplog):
     fake_evaluation.update(together=2, fail="b")
     evaluate_round = race_rounds.side_by_side(lambda job: job[0], at_once=2)
-    with pytest.raises(ValueError, match="b failed"):
+    with pytest.raises(SystemExit) as stopped:
         evaluate_round([["a"], ["b"], ["c"]])
-    assert fake_evaluation["running"] == 0
+    assert stopped.value.code == 2 and fake_evaluation["running"] == 0
+    # one line, from the round: not a traceback, nor one per configuration that was running
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == ["dataset problem: b failed"]
 
 
 def test_each_configuration_runs_in_a_copy_of_the_callers_context(fake_evaluation, monkeypatch):
