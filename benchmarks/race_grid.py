@@ -4,7 +4,8 @@
                                    [--no-rerun] [-- overrides]
 
 ``readme``: the README grid (``experiment=paper_grid_bounds``); ``large``: the seven retrievers x ``retriever.k`` 2,
-4, 8 x ``chunking`` small, paper (42 configurations), plus the six combinations (48). With ``--llm-latency``, the
+4, 8 x ``chunking`` small, paper (42 configurations), plus the six combinations (48), one sweep
+(``experiment=retriever_grid``, a union of two grids). With ``--llm-latency``, the
 reader and the relation classifier are an OpenAI-compatible endpoint answering after that many seconds
 (``tests/helpers/fake_openai.py``; ``ClosestSentences``: its answer is the ``--answer-sentences`` (1) sentences handed
 on that share the most words with the question, so configurations that retrieve better answer better, as with the
@@ -43,8 +44,7 @@ from tests.helpers.fake_openai import FakeOpenAI  # noqa: E402
 BOUNDS = ("Random", "Oracle")
 
 GRIDS = {"readme": ["experiment=paper_grid_bounds"],
-         "large": ["-m", "retriever=dps,knn,bm25,svm,tfidf,mmr,edi", "retriever.k=2,4,8", "chunking=small,paper"],
-         "large_combinations": ["-m", "setup=a_seven,a_four,a_two,s_seven,s_four,s_two"]}
+         "large": ["experiment=retriever_grid"]}
 
 
 class ClosestSentences(FakeOpenAI):
@@ -166,7 +166,7 @@ def main() -> None:
             args.overrides = ["dataset.kind=table", f"dataset.path={table}", *args.overrides]
         llm = ["llm=openai-compatible", f"llm.base_url={server.base_url}", "llm.model=fake", "llm.api_key_env=null",
                "classifier=llm", f"llm.concurrency={args.concurrency}"] if args.llm_latency is not None else []
-        sweeps = [GRIDS[args.grid]] + ([GRIDS["large_combinations"]] if args.grid == "large" else [])
+        sweeps = [GRIDS[args.grid]]
         figures = {}
         phases = [("grid", Path(grid_dir), []), ("race", Path(race_dir), ["sweep.strategy=race"]),
                   *([] if args.no_rerun else [("grid after the race", Path(race_dir), [])])]

@@ -5,18 +5,18 @@ from __future__ import annotations
 import time
 from urllib.parse import quote
 
-from hydra_plugins.opi_sweeper import expand
+from hydra_plugins.opi_sweeper import sweep_of
 from opi.metrics.names import OPI_1
 
 _SWEEP: dict[str, float] = {}  # size, started, done, first (when the first job ended): this process's sweep
 
 
-def planned_sweep(task_overrides: list[str], sweeper_params: dict[str, str], config_loader=None
-                  ) -> tuple[int | None, str | None]:
-    """How many jobs a multirun launches, as the sweeper expands it (None when it cannot be told here), and a note
-    when a command-line value replaced a swept one (``experiment=smoke setup=a_four``: one configuration, not two)."""
+def planned_sweep(config, config_loader=None) -> tuple[int | None, str | None]:
+    """How many jobs a multirun of ``config`` (Hydra's, with its ``hydra`` node) launches, as the sweeper expands it
+    (None when it cannot be told here), and a note when a command-line value replaced a swept one
+    (``experiment=smoke setup=a_four``: one configuration, not two)."""
     try:
-        sweep = expand(sweeper_params, task_overrides, config_loader)
+        sweep = sweep_of(config, config_loader)
     except Exception:  # the sweeper alone can expand this (or will refuse it, with its own message)
         return None, None
     notes = [f"{replacing} replaces the sweep {earlier}" for earlier, replacing in sweep.replaced.values()]

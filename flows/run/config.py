@@ -221,7 +221,7 @@ def typed(cfg: DictConfig, overridden: list[str] = (), choices: dict | None = No
 
 # of Hydra's own settings, those a user's YAML or command line can fill with values that Hydra then writes down (its
 # saved configs, the output folders' names)
-HYDRA_WRITTEN = ("hydra.job.env_set", "hydra.sweeper.params", "hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir",
+HYDRA_WRITTEN = ("hydra.job.env_set", "hydra.sweeper.params", "hydra.sweeper.grids", "hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir",
                  "hydra.job.name")
 
 
@@ -232,6 +232,7 @@ def refuse_secrets(cfg: DictConfig) -> None:
     hydra = settings.pop("hydra", None) or {}
     settings["hydra.job.env_set"] = (hydra.get("job") or {}).get("env_set") or {}
     settings["hydra.sweeper.params"] = (hydra.get("sweeper") or {}).get("params") or {}
+    settings["hydra.sweeper.grids"] = (hydra.get("sweeper") or {}).get("grids") or []
     problem = settings_problem(settings) or resolved_settings_problem(leaves(cfg))
     if problem:
         raise ValueError(problem)

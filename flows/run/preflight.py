@@ -22,7 +22,7 @@ from flows.base.errors import EXIT_USER_ERROR, CommandError, composed, run_or_ex
 from flows.run.identity import component_embeddings, describe, live_stores, own_embedding
 from flows.run.race import metric_problem, race_metric
 from flows.base.progress import planned_sweep, start_sweep
-from hydra_plugins.opi_sweeper import expand, forget_composed, keep_composed
+from hydra_plugins.opi_sweeper import forget_composed, keep_composed, sweep_of
 from flows.base.store_checks import check_stores, note_sweep_folder
 from opi.memory import MEMORY
 from opi.data import DataError
@@ -231,7 +231,7 @@ def check_jobs(config: DictConfig, loader: Any) -> None:
     if loader is None:
         return
     try:
-        jobs = expand(dict(config.hydra.sweeper.params or {}), list(config.hydra.overrides.task), loader).jobs
+        jobs = sweep_of(config, loader).jobs
     except Exception:  # noqa: BLE001 - the sweeper refuses it, with its own message
         return
     forget_composed()
@@ -341,7 +341,7 @@ class Preflight(Callback):
         loader = GlobalHydra.instance().config_loader() if GlobalHydra.instance().is_initialized() else None
         check_jobs(config, loader)  # every job composes and is valid: checked before the parent run opens
         checked = run_or_explain(prepared, base)
-        size, note = planned_sweep(list(config.hydra.overrides.task), dict(config.hydra.sweeper.params or {}), loader)
+        size, note = planned_sweep(config, loader)
         data = load_data(checked)
         relations = (f"classifier {checked.classifier.name}, gold relations: "
                      f"{checked.relations.gold}" if checked.relations.gold != "none" else

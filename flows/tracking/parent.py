@@ -21,6 +21,7 @@ from flows.tracking.race_report import log_race, read_outcome
 from flows.tracking.runs import PARENT_ENV, run_tags
 from flows.tracking.store import open_experiment
 from flows.tracking.sweep_report import log_sweep_report, log_sweep_summary
+from hydra_plugins.opi_sweeper import grids_of
 from opi.metrics.names import BERTSIM, OPI_1
 from opi.report import ReportSettings
 from opi.schemas import ReportConfig, TrackingConfig
@@ -30,9 +31,10 @@ log = logging.getLogger("opi")
 
 
 def swept(config: DictConfig) -> dict[str, str]:
-    """Each swept setting and its values as the sweeper reads them (``hydra.sweeper.params``, then the command
-    line, whose value replaces a swept one): {"setup": "knn,bm25"}."""
-    values = {str(key): str(value) for key, value in (config.hydra.sweeper.get("params") or {}).items()}
+    """Each swept setting and its values as the sweeper reads them (``hydra.sweeper.params``, the values of
+    ``hydra.sweeper.grids`` over all grids, then the command line, whose value replaces a swept one):
+    {"setup": "knn,bm25"}."""
+    values = configured(config)
     try:
         parsed = OverridesParser.create().parse_overrides(list(config.hydra.overrides.task))
     except HydraException:  # the sweeper says what is wrong with it
@@ -43,6 +45,15 @@ def swept(config: DictConfig) -> dict[str, str]:
         else:
             values.pop(override.key_or_group, None)
     return values
+
+
+def configured(config: DictConfig) -> dict[str, str]:
+    """The swept settings of the configuration (not of the command line): its params and its grids' values."""
+    values = {str(key): [str(value)] for key, value in (config.hydra.sweeper.get("params") or {}).items()}
+    for grid in grids_of(config.hydra.sweeper):
+        for key, value in grid.items():
+            values[key] = [*values.get(key, []), *([] if value in values.get(key, []) else [value])]
+    return {key: ",".join(texts) for key, texts in values.items()}
 
 
 def sweep_params(config: DictConfig, experiment: str, overrides: str) -> list[Param]:
@@ -58,7 +69,7 @@ def parent_name(config: DictConfig, experiment: str) -> str:
     """The parent run's name: the experiment and what the command line sweeps (``sweep: retriever.k=2,4,8``); the
     whole command line is its ``overrides`` param."""
     varied = [f"{key}={values}" for key, values in swept(config).items()
-              if not is_secret_name(key) and key not in (config.hydra.sweeper.get("params") or {})]
+              if not is_secret_name(key) and key not in configured(config)]
     return redact_text(" ".join([f"{experiment}:" if varied else experiment, *varied]))[:120]
 
 

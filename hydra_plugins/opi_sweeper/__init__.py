@@ -3,7 +3,8 @@
 Hydra's basic sweeper composes every job of a batch to check it before launching any, and its launcher then
 composes each job again: 0.2-0.3 s a compose, twice per configuration. This sweeper, written on Hydra's public
 plugin interfaces (``Sweeper``, ``Plugins``, ``ConfigLoader``), expands the sweep as the basic sweeper does
-(``hydra.sweeper.params`` first, then the command line; a key given twice keeps its last value), composes every
+(``hydra.sweeper.params`` first, then the command line; a key given twice keeps its last value) -- or a union of such
+sweeps (``hydra.sweeper.grids``, as scikit-learn's ``ParameterGrid`` over a list of dicts) -- composes every
 job once to check it, so a bad job still stops the sweep before the first one runs (one line, exit 2), and gives the
 launcher -- any launcher: basic, joblib, submitit -- a config loader that hands back the configurations it composed.
 The jobs OPI's preflight already composed to check them before the sweep's parent run opens (``keep_composed``)
@@ -79,9 +80,38 @@ class Sweep:
     replaced: dict  # key -> (the earlier value, the value that replaced it)
 
 
-def expand(params: dict[str, str], arguments: Sequence[str], config_loader: Any = None) -> Sweep:
+def expand(params: dict[str, str], arguments: Sequence[str], config_loader: Any = None,
+           grids: Optional[Sequence[dict[str, str]]] = None) -> Sweep:
     """The basic sweeper's Cartesian product of ``params`` (``hydra.sweeper.params``) and ``arguments`` (the
-    command line); ``config_loader`` expands ``glob()`` over a config group."""
+    command line); ``config_loader`` expands ``glob()`` over a config group. With ``grids``
+    (``hydra.sweeper.grids``), the union of one such product per grid, each over ``params`` with the grid's keys
+    added: the seven retrievers x ``retriever.k`` in one grid, the combinations in another. A job two grids both
+    hold runs once, where the first grid puts it."""
+    if not grids:
+        return product(params, arguments, config_loader)
+    jobs, seen, replaced = [], set(), {}
+    for grid in grids:
+        sweep = product({**params, **grid}, arguments, config_loader)
+        replaced.update(sweep.replaced)
+        for job in sweep.jobs:
+            if frozenset(job) not in seen:
+                seen.add(frozenset(job))
+                jobs.append(job)
+    return Sweep(jobs, replaced)
+
+
+def sweep_of(config: DictConfig, config_loader: Any = None) -> Sweep:
+    """The jobs a multirun of ``config`` (composed with its ``hydra`` node) launches."""
+    sweeper = config.hydra.sweeper
+    return expand(dict(sweeper.get("params") or {}), list(config.hydra.overrides.task), config_loader,
+                  grids_of(sweeper))
+
+
+def grids_of(sweeper: Any) -> list[dict[str, str]]:
+    return [{str(key): str(value) for key, value in grid.items()} for grid in sweeper.get("grids") or []]
+
+
+def product(params: dict[str, str], arguments: Sequence[str], config_loader: Any = None) -> Sweep:
     parser = OverridesParser.create(config_loader=config_loader)
     values: dict[str, list[str]] = {}
     given: dict[str, str] = {}
@@ -121,9 +151,11 @@ class ComposedOnce:
 
 
 class ComposeOnceSweeper(Sweeper):
-    def __init__(self, max_batch_size: Optional[int] = None, params: Optional[dict[str, str]] = None):
+    def __init__(self, max_batch_size: Optional[int] = None, params: Optional[dict[str, str]] = None,
+                 grids: Optional[list[dict[str, str]]] = None):
         self.max_batch_size = max_batch_size
         self.params = dict(params or {})
+        self.grids = [dict(grid) for grid in grids or []]
 
     def setup(self, *, hydra_context: HydraContext, task_function: Any, config: DictConfig) -> None:
         self.config = config
@@ -133,7 +165,7 @@ class ComposeOnceSweeper(Sweeper):
             task_function=task_function, config=config)
 
     def sweep(self, arguments: list[str]) -> Any:
-        jobs = expand(self.params, arguments, self.loader.loader).jobs
+        jobs = expand(self.params, arguments, self.loader.loader, self.grids).jobs
         sweep_dir = Path(self.config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
@@ -177,6 +209,7 @@ class ComposeOnceSweeperConf:
     _target_: str = "hydra_plugins.opi_sweeper.ComposeOnceSweeper"
     max_batch_size: Optional[int] = None
     params: Optional[dict[str, str]] = None
+    grids: Optional[list[dict[str, str]]] = None  # a union of sweeps, each crossed with params and the command line
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="opi", node=ComposeOnceSweeperConf, provider="opi")

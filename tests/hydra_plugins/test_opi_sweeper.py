@@ -37,6 +37,29 @@ def test_the_sweep_is_the_basic_sweepers_product_params_first():
     assert replaced.jobs == [["setup=a_four"]] and replaced.replaced == {"setup": ("setup=knn,bm25", "setup=a_four")}
 
 
+def test_a_union_of_grids_is_each_grids_product_once_crossed_with_params_and_the_command_line():
+    grids = [{"retriever": "knn,bm25", "retriever.k": "2,4"}, {"setup": "a_two"}, {"retriever": "knn", "retriever.k": "2"}]
+    sweep = expand({"dataset.limit": "3"}, ["seed=0,1"], grids=grids)
+    assert sweep.jobs == [[f"dataset.limit=3", f"retriever={r}", f"retriever.k={k}", f"seed={seed}"]
+                          for r in ("knn", "bm25") for k in (2, 4) for seed in (0, 1)] + \
+        [["dataset.limit=3", "setup=a_two", f"seed={seed}"] for seed in (0, 1)]  # the third grid's job is the first's
+    assert expand({}, ["retriever.k=8"], grids=grids).replaced == {"retriever.k": ("retriever.k=2,4", "retriever.k=8")}
+
+
+def test_the_retriever_grid_experiment_is_the_seven_by_k_by_chunking_and_the_six_combinations():
+    from omegaconf import OmegaConf
+
+    from flows.run.config import CONF_DIR
+    from hydra_plugins.opi_sweeper import sweep_of
+
+    experiment = OmegaConf.load(f"{CONF_DIR}/experiment/retriever_grid.yaml")
+    jobs = sweep_of(OmegaConf.merge(experiment, {"hydra": {"overrides": {"task": ["dataset.limit=2"]}}})).jobs
+    singles = [job for job in jobs if job[0].startswith("retriever=")]
+    assert len(jobs) == 48 and len(singles) == 42 and len({tuple(job) for job in jobs}) == 48
+    assert {job[0] for job in jobs if job not in singles} == {f"setup={name}" for name in
+                                                             ("a_seven", "a_four", "a_two", "s_seven", "s_four", "s_two")}
+
+
 def test_range_sweeps_expand_and_other_sweep_types_are_refused():
     assert expand({}, ["seed=range(0,3)"]).jobs == [["seed=0"], ["seed=1"], ["seed=2"]]
     with pytest.raises(Exception, match="does not support sweep type"):
@@ -82,6 +105,15 @@ def test_each_job_of_a_sweep_is_composed_once(tmp_path):
     composed = result.stdout.split("composed: ")[1]
     assert [composed.count(f"'setup={name} ") for name in ("dps", "bm25", "a_two")] == [1, 1, 1], composed
     assert "[3/3" in result.stdout + result.stderr
+
+
+def test_a_sweep_over_a_union_of_grids_runs_each_grids_jobs(tmp_path):
+    output = run_cli("flows.cli.evaluate", tmp_path, "-m", "hydra.sweeper.grids=[{retriever:'knn,bm25'},{setup:a_two}]",
+                     "dataset.limit=2", "tracking=none", "report.enabled=false")
+    assert "3 configurations on" in output and "[3/3" in output
+    jobs = [(tmp_path / "multirun" / str(job) / ".hydra" / "overrides.yaml") for job in range(4)]
+    assert [job.exists() for job in jobs] == [True, True, True, False]
+    assert [job.read_text().splitlines()[0] for job in jobs[:3]] == ["- retriever=knn", "- retriever=bm25", "- setup=a_two"]
 
 
 def test_a_sweep_value_that_does_not_exist_stops_before_any_job(tmp_path):

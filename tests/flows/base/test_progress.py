@@ -1,6 +1,8 @@
 """The progress line of a sweep and the pointer to its runs in the MLflow UI."""
 from urllib.parse import unquote
 
+from omegaconf import OmegaConf
+
 from flows.base import progress
 
 
@@ -15,16 +17,25 @@ def test_progress_counts_jobs_and_estimates_from_the_jobs_after_the_first(monkey
     assert progress.finished_one() == "[4/4, 0:42 elapsed] "
 
 
+def sweep(task: list[str], params: dict, grids: list | None = None):
+    return OmegaConf.create({"hydra": {"overrides": {"task": task}, "sweeper": {"params": params, "grids": grids}}})
+
+
 def test_the_planned_sweep_is_the_product_of_the_swept_options():
-    assert progress.planned_sweep(["setup=knn,bm25,dps", "seed=0,1", "dataset.limit=3"], {}) == (6, None)
-    assert progress.planned_sweep(["dataset.limit=3"], {"setup": "knn,bm25"}) == (2, None)
-    assert progress.planned_sweep(["seed=range(0,3)"], {}) == (3, None)
-    assert progress.planned_sweep(["retriever=glob(*)"], {}) == (None, None)  # a glob needs Hydra's config loader
+    assert progress.planned_sweep(sweep(["setup=knn,bm25,dps", "seed=0,1", "dataset.limit=3"], {})) == (6, None)
+    assert progress.planned_sweep(sweep(["dataset.limit=3"], {"setup": "knn,bm25"})) == (2, None)
+    assert progress.planned_sweep(sweep(["seed=range(0,3)"], {})) == (3, None)
+    assert progress.planned_sweep(sweep(["retriever=glob(*)"], {})) == (None, None)  # glob needs Hydra's loader
+
+
+def test_the_planned_sweep_of_a_union_of_grids_counts_each_grid_once():
+    grids = [{"retriever": "knn,bm25", "retriever.k": "2,4"}, {"setup": "a_two,s_two"}]
+    assert progress.planned_sweep(sweep(["seed=0,1"], {}, grids)) == (12, None)  # (4 + 2) x 2 seeds
 
 
 def test_a_command_line_value_replacing_a_swept_one_is_counted_and_said():
     # experiment=smoke sweeps setup=knn,bm25; setup=a_four on the command line replaces it: one configuration
-    size, note = progress.planned_sweep(["experiment=smoke", "setup=a_four"], {"setup": "knn,bm25"})
+    size, note = progress.planned_sweep(sweep(["experiment=smoke", "setup=a_four"], {"setup": "knn,bm25"}))
     assert size == 1 and note == "setup=a_four replaces the sweep setup=knn,bm25"
 
 

@@ -158,6 +158,8 @@ def test_retriever_settings_in_a_combination_are_refused_in_one_line(tmp_path):
      "hydra.job.env_set.AZURE_OPENAI_API_KEY would write a secret"),
     ({"sweeper": {"params": {"llm.base_url": "https://gw/v1?api-key=zz,https://h/v1"}}},
      "hydra.sweeper.params.llm.base_url holds credentials in its URL"),
+    ({"sweeper": {"grids": [{"setup": "knn"}, {"llm.base_url": "https://gw/v1?api-key=zz"}]}},
+     "hydra.sweeper.grids.llm.base_url holds credentials in its URL"),
 ])
 def test_a_secret_in_hydras_own_settings_that_hydra_saves_is_refused(hydra, says):
     with pytest.raises(ValueError, match=says) as refused:
