@@ -221,8 +221,8 @@ def typed(cfg: DictConfig, overridden: list[str] = (), choices: dict | None = No
 
 # of Hydra's own settings, those a user's YAML or command line can fill with values that Hydra then writes down (its
 # saved configs, the output folders' names)
-HYDRA_WRITTEN = ("hydra.job.env_set", "hydra.sweeper.params", "hydra.sweeper.grids", "hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir",
-                 "hydra.job.name")
+HYDRA_WRITTEN = ("hydra.job.env_set", "hydra.sweeper.params", "hydra.sweeper.grids", "hydra.run.dir", "hydra.sweep.dir",
+                 "hydra.sweep.subdir", "hydra.job.name")
 
 
 def refuse_secrets(cfg: DictConfig) -> None:

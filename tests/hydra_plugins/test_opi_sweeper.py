@@ -38,7 +38,8 @@ def test_the_sweep_is_the_basic_sweepers_product_params_first():
 
 
 def test_a_union_of_grids_is_each_grids_product_once_crossed_with_params_and_the_command_line():
-    grids = [{"retriever": "knn,bm25", "retriever.k": "2,4"}, {"setup": "a_two"}, {"retriever": "knn", "retriever.k": "2"}]
+    grids = [{"retriever": "knn,bm25", "retriever.k": "2,4"}, {"setup": "a_two"},
+             {"retriever": "knn", "retriever.k": "2"}]
     sweep = expand({"dataset.limit": "3"}, ["seed=0,1"], grids=grids)
     assert sweep.jobs == [[f"dataset.limit=3", f"retriever={r}", f"retriever.k={k}", f"seed={seed}"]
                           for r in ("knn", "bm25") for k in (2, 4) for seed in (0, 1)] + \
@@ -56,8 +57,8 @@ def test_the_retriever_grid_experiment_is_the_seven_by_k_by_chunking_and_the_six
     jobs = sweep_of(OmegaConf.merge(experiment, {"hydra": {"overrides": {"task": ["dataset.limit=2"]}}})).jobs
     singles = [job for job in jobs if job[0].startswith("retriever=")]
     assert len(jobs) == 48 and len(singles) == 42 and len({tuple(job) for job in jobs}) == 48
-    assert {job[0] for job in jobs if job not in singles} == {f"setup={name}" for name in
-                                                             ("a_seven", "a_four", "a_two", "s_seven", "s_four", "s_two")}
+    combinations = ("a_seven", "a_four", "a_two", "s_seven", "s_four", "s_two")
+    assert {job[0] for job in jobs if job not in singles} == {f"setup={name}" for name in combinations}
 
 
 def test_range_sweeps_expand_and_other_sweep_types_are_refused():
@@ -108,12 +109,14 @@ def test_each_job_of_a_sweep_is_composed_once(tmp_path):
 
 
 def test_a_sweep_over_a_union_of_grids_runs_each_grids_jobs(tmp_path):
-    output = run_cli("flows.cli.evaluate", tmp_path, "-m", "hydra.sweeper.grids=[{retriever:'knn,bm25'},{setup:a_two}]",
+    output = run_cli("flows.cli.evaluate", tmp_path, "-m",
+                     "hydra.sweeper.grids=[{retriever:'knn,bm25'},{setup:a_two}]",
                      "dataset.limit=2", "tracking=none", "report.enabled=false")
     assert "3 configurations on" in output and "[3/3" in output
     jobs = [(tmp_path / "multirun" / str(job) / ".hydra" / "overrides.yaml") for job in range(4)]
     assert [job.exists() for job in jobs] == [True, True, True, False]
-    assert [job.read_text().splitlines()[0] for job in jobs[:3]] == ["- retriever=knn", "- retriever=bm25", "- setup=a_two"]
+    firsts = [job.read_text().splitlines()[0] for job in jobs[:3]]
+    assert firsts == ["- retriever=knn", "- retriever=bm25", "- setup=a_two"]
 
 
 def test_a_sweep_value_that_does_not_exist_stops_before_any_job(tmp_path):
