@@ -27,11 +27,14 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
     basic one; then launch their tracked runs (``sweeper.launch``)."""
     bases = {tuple(job): composition(sweeper, job) for job in jobs}
     configurations = [typed_job(bases[tuple(job)], job) for job in jobs]
-    size = len(jobs[0])  # every job of a sweep sets each swept key once; the race appends its round's overrides
 
-    def launch(batch: list[list[str]]) -> list[Any]:  # each job: its configuration's composition plus the round's
+    def composed(job: list[str]) -> Any:  # a race's job: its configuration's composition plus the round's overrides
+        size = base_size(job, bases)
+        return extended(bases[tuple(job[:size])], job[size:])
+
+    def launch(batch: list[list[str]]) -> list[Any]:
         for job in batch:
-            keep_composed(sweeper.config, job, extended(bases[tuple(job[:size])], job[size:]))
+            keep_composed(sweeper.config, job, composed(job))
         return sweeper.launch(batch)
 
     config = run_or_explain(prepared, configurations[0])
@@ -39,8 +42,7 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
     sweep_dir = Path(sweeper.config.hydra.sweep.dir)
     bounds = [i for i, c in enumerate(configurations) if any(m.bound for m in c.members().values())]
     if in_this_process(sweeper):
-        evaluate_round = side_by_side(lambda job: typed_job(extended(bases[tuple(job[:size])], job[size:]), job),
-                                      config.race.side_by_side)
+        evaluate_round = side_by_side(lambda job: typed_job(composed(job), job), config.race.side_by_side)
     else:
         def evaluate_round(batch: list[list[str]]) -> list[Rows]:
             return [outputs_of(returned) for returned in launch(batch)]
@@ -53,6 +55,15 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
     write_atomically(sweep_dir / RACE_FILE, lambda path: path.write_text(json.dumps(outcome, indent=1)))
     log.info("%s", verdict(outcome))
     launch(run.record_jobs())
+
+
+def base_size(job: list[str], bases: dict) -> int:
+    """How many of a race's job's overrides are the sweep's job it extends (one of ``bases``): the race appends its
+    own from ``dataset.rounds=`` on. Jobs of a union of grids differ in length, and one may begin another."""
+    for size in range(len(job), 0, -1):
+        if tuple(job[:size]) in bases and (size == len(job) or job[size].startswith("dataset.rounds=")):
+            return size
+    raise KeyError(f"no job of the sweep begins the race's job {job}")
 
 
 def in_this_process(sweeper: Any) -> bool:

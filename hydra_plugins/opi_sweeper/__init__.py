@@ -155,7 +155,7 @@ class ComposeOnceSweeper(Sweeper):
                  grids: Optional[list[dict[str, str]]] = None):
         self.max_batch_size = max_batch_size
         self.params = dict(params or {})
-        self.grids = [dict(grid) for grid in grids or []]
+        self.grids = grids_of({"grids": grids})
 
     def setup(self, *, hydra_context: HydraContext, task_function: Any, config: DictConfig) -> None:
         self.config = config
@@ -209,7 +209,7 @@ class ComposeOnceSweeperConf:
     _target_: str = "hydra_plugins.opi_sweeper.ComposeOnceSweeper"
     max_batch_size: Optional[int] = None
     params: Optional[dict[str, str]] = None
-    grids: Optional[list[dict[str, str]]] = None  # a union of sweeps, each crossed with params and the command line
+    grids: Optional[list[dict[str, Any]]] = None  # a union of sweeps, each crossed with params and the command line
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="opi", node=ComposeOnceSweeperConf, provider="opi")

@@ -15,8 +15,9 @@ SMALL = ("dataset.limit=96", "race.rounds=4", "race.min_clusters=3", "classifier
 
 @pytest.mark.slow
 def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_put_together(tmp_path):
-    log = run_cli("flows.cli.evaluate", tmp_path, "-m", "setup=knn,bm25,random", "sweep.strategy=race",
-                  "race.metric=bertsim", *SMALL)
+    # a union of grids, whose jobs differ in length: kNN's sets retriever.k (its default), the others' do not
+    log = run_cli("flows.cli.evaluate", tmp_path, "-m", "hydra.sweeper.grids=[{setup:knn,retriever.k:4},"
+                  "{setup:'bm25,random'}]", "sweep.strategy=race", "race.metric=bertsim", *SMALL)
     assert ("racing 2 configurations on 96 examples in 4 rounds of whole clusters, by bertsim (alpha 0.05); the 1 "
             "bound(s) run once, at the end, on the rounds the race ran") in log
     rounds = [line.split("] ", 1)[1] for line in log.splitlines() if re.search(r"\] round \d/4: ", line)]
@@ -43,7 +44,7 @@ def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_
     assert by_run <= {"survivor", "eliminated", "bound"} and len(survivors) >= 1
     # each raced configuration's tracked run holds the examples of the rounds it ran (a bound ran on all of them)
     for label, examples, kind in zip(table["configuration"], table["examples"], table["outcome"]):
-        name = {"setup=knn": "kNN", "setup=bm25": "BM25", "setup=random": "Random"}[label]
+        name = {"setup=knn retriever.k=4": "kNN", "setup=bm25": "BM25", "setup=random": "Random"}[label]
         rows = pd.read_parquet(client.download_artifacts(outcome[name].info.run_id, "predictions.parquet",
                                                          str(tmp_path / name)))
         assert len(rows) == (96 if kind == "bound" else examples) and (kind == "bound") == (label == "setup=random")

@@ -93,3 +93,15 @@ def test_rounds_run_here_only_with_hydras_basic_launcher(launcher, here):
     sweeper = SimpleNamespace(config=OmegaConf.create({"hydra": {"runtime": {"choices": {
         "hydra/launcher": launcher, "hydra/sweeper": "opi"}}}}))
     assert in_this_process(sweeper) is here
+
+
+def test_a_races_job_is_split_at_the_sweeps_job_it_extends_whatever_the_jobs_lengths():
+    from flows.run.race_sweep import base_size
+
+    bases = {("retriever=knn",): 1, ("retriever=knn", "retriever.k=2"): 2, ("setup=a_two",): 3}
+    rounds = ["dataset.rounds=10", "dataset.rounds_from=2", "dataset.rounds_to=2"]
+    assert base_size(["retriever=knn", "retriever.k=2", *rounds], bases) == 2
+    assert base_size(["retriever=knn", *rounds], bases) == 1
+    assert base_size(["setup=a_two", *rounds, "race.record=true"], bases) == 1
+    with pytest.raises(KeyError, match="no job of the sweep begins"):
+        base_size(["setup=knn", *rounds], bases)
