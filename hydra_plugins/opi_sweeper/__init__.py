@@ -108,7 +108,11 @@ def sweep_of(config: DictConfig, config_loader: Any = None) -> Sweep:
 
 
 def grids_of(sweeper: Any) -> list[dict[str, str]]:
-    return [{str(key): str(value) for key, value in grid.items()} for grid in sweeper.get("grids") or []]
+    """``hydra.sweeper.grids`` with each value as the override's text (``retriever.k: 4`` -> ``4``, null -> null)."""
+    def text(value: Any) -> str:
+        return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+    return [{str(key): text(value) for key, value in grid.items()} for grid in sweeper.get("grids") or []]
 
 
 def product(params: dict[str, str], arguments: Sequence[str], config_loader: Any = None) -> Sweep:

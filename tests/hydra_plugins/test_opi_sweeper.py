@@ -47,6 +47,13 @@ def test_a_union_of_grids_is_each_grids_product_once_crossed_with_params_and_the
     assert expand({}, ["retriever.k=8"], grids=grids).replaced == {"retriever.k": ("retriever.k=2,4", "retriever.k=8")}
 
 
+def test_a_grids_values_are_written_as_overrides():
+    from hydra_plugins.opi_sweeper import grids_of
+
+    grids = grids_of({"grids": [{"retriever.k": 4, "combination.k": None, "report.enabled": False, "setup": "a,b"}]})
+    assert grids == [{"retriever.k": "4", "combination.k": "null", "report.enabled": "false", "setup": "a,b"}]
+
+
 def test_the_retriever_grid_experiment_is_the_seven_by_k_by_chunking_and_the_six_combinations():
     from omegaconf import OmegaConf
 
