@@ -1,7 +1,7 @@
 """A race against the full grid it replaces, side by side in one run (issue #42).
 
     python benchmarks/race_grid.py [--grid readme|large] [--docs 260] [--llm-latency 0.2] [--concurrency 16]
-                                   [--no-rerun] [-- overrides]
+                                   [--no-rerun] [--scores FILE] [-- overrides]
 
 ``readme``: the README grid (``experiment=paper_grid_bounds``); ``large``: the seven retrievers x ``retriever.k`` 2,
 4, 8 x ``chunking`` small, paper (42 configurations), plus the six combinations (48), one sweep
@@ -114,16 +114,17 @@ def key_of(run) -> str:
             f"chunks={params.get('chunking.size')}")
 
 
-def grid_best(folder: Path, metric: str) -> tuple[str, str]:
+def grid_best(folder: Path, metric: str, scores_file: Path | None = None) -> tuple[str, str]:
     """The full grid's best contender on ``metric``: by its table (MLflow metric) and by the average over
-    articles (what the race ranks by), each as the job's overrides."""
+    articles (what the race ranks by), each as the job's overrides. ``scores_file``: each contender's score per
+    article written there as JSON (to replay a race offline)."""
     import mlflow
     import pandas as pd
 
     from opi.racing import cluster_scores
 
     client = mlflow.MlflowClient(f"sqlite:///{folder}/mlruns/mlflow.db")
-    by_table, by_articles = {}, {}
+    by_table, by_articles, per_article = {}, {}, {}
     for run in children(folder):
         name = key_of(run)
         if name.startswith(BOUNDS):
@@ -133,6 +134,9 @@ def grid_best(folder: Path, metric: str) -> tuple[str, str]:
             rows = pd.read_parquet(client.download_artifacts(run.info.run_id, "predictions.parquet", downloads))
         scores = cluster_scores(rows, metric)
         by_articles[name] = sum(scores.values()) / len(scores)
+        per_article[name] = {str(article): float(score) for article, score in scores.items()}
+    if scores_file:
+        scores_file.write_text(json.dumps({"metric": metric, "scores": per_article}))
     return max(by_table, key=by_table.get), max(by_articles, key=by_articles.get)
 
 
@@ -150,6 +154,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, help="articles of real text (the Python documentation) instead of the "
                         "bundled deeplogic-v2")
     parser.add_argument("--no-rerun", action="store_true", help="skip (3), the full grid again after the race")
+    parser.add_argument("--scores", type=Path, help="write the grid's score per configuration and article there (JSON)")
     parser.add_argument("overrides", nargs="*")
     args = parser.parse_args()
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # grid_best downloads each run's rows
@@ -190,7 +195,7 @@ def main() -> None:
                           f"example evaluations of its grid's {o['grid_examples']} "
                           f"({o['spent']['examples'] / o['grid_examples']:.2f}), {len(o['survivors'])} left",
                           flush=True)
-        table_best, article_best = grid_best(Path(grid_dir), metric)
+        table_best, article_best = grid_best(Path(grid_dir), metric, args.scores)
         grid, race = figures["grid"], figures["race"]
         print(f"race metric {metric}; the grid's best by its table: {table_best}; by the average over articles: "
               f"{article_best}; the race's survivors: {sorted(kept)}")
