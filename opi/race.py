@@ -19,6 +19,14 @@ best on the race metric.
 sequence, whose width scales with the paired differences' observed standard deviation, not their range: far
 fewer clusters where configurations differ by little (``docs/performance.md`` section 11), with a guarantee that
 holds as the number of clusters grows, not at every size (simulated there); no bound before ``min_clusters``.
+
+``indifference`` (delta > 0, asymptotic test only): differences under delta do not matter to the user (an
+indifference zone, as in Bechhofer's ranking and selection). The leader also drops a configuration once it is shown
+no worse than it by more than delta (its lower bound of leader - c above -delta), and is then kept to the end,
+never dropped. The best can be dropped only through one of its K - 1 pairs: where their sequences all hold (the
+same event as above, probability about 1 - alpha), it is never dropped as worse, and if it is dropped as within
+delta, the one that dropped it is within delta of it and survives. So a configuration within delta of the best
+survives; near-equal configurations stop costing evaluations once one of them stands for the others.
 """
 from __future__ import annotations
 
@@ -40,17 +48,21 @@ class Elimination:
     clusters: int
     difference: float
     evidence: float  # betting: the e-value reached (>= the threshold); asymptotic: the difference's lower bound (> 0)
+    within: bool = False  # dropped as within ``indifference`` of ``by`` (its lower bound > -indifference), not worse
 
 
 class Race:
     def __init__(self, configurations: Sequence[str], clusters: int, alpha: float = 0.05, test: str = "betting",
-                 min_clusters: int = 10):
+                 min_clusters: int = 10, indifference: float = 0.0):
         if len(set(configurations)) != len(configurations) or len(configurations) < 2:
             raise ValueError("a race needs at least two distinct configurations")
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
         if test not in TESTS:
             raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
+        if indifference < 0 or (indifference > 0 and test != "asymptotic"):
+            raise ValueError(f"indifference must be >= 0, and 0 with the betting test, got {indifference}")
+        self.indifference = indifference
         self.test, self.min_clusters = test, min_clusters
         # the asymptotic sequence's tuning: tightest around a quarter of the clusters (Waudby-Smith et al., eq. 2.3)
         level = alpha / (len(configurations) - 1)
@@ -62,6 +74,7 @@ class Race:
         self.eliminated: list[Elimination] = []
         k = len(configurations)
         self._alive = np.ones(k, dtype=bool)
+        self._kept = np.zeros(k, dtype=bool)  # dropped another as within ``indifference``: never dropped
         # per ordered pair (row l, column c): log wealth, sum of differences, sums of the centred bets and squares
         self._wealth, self._sum = np.zeros((k, k)), np.zeros((k, k))
         self._bets, self._squares = np.zeros((k, k)), np.zeros((k, k))
@@ -95,7 +108,7 @@ class Race:
             evidence, bar = np.where(pairs, self._lower_bounds(), -np.inf), 0.0
         strongest = evidence.argmax(axis=0)  # for each c, the l with the most evidence against it
         dropped = []
-        for c in np.flatnonzero(alive):
+        for c in np.flatnonzero(alive & ~self._kept):
             l = int(strongest[c])
             if evidence[l, c] > bar or (self.test == "betting" and evidence[l, c] == bar):  # by any l alive before
                 shown = math.exp(evidence[l, c]) if self.test == "betting" else float(evidence[l, c])
@@ -103,8 +116,31 @@ class Race:
                                            shown))
         for elimination in dropped:
             self._alive[self.names.index(elimination.configuration)] = False
+        if self.indifference > 0 and self.seen >= max(self.min_clusters, 2):
+            dropped += self._within_indifference()
         self.eliminated += dropped
         return dropped
+
+    def _within_indifference(self) -> list[Elimination]:
+        """The leader (the highest mean over the clusters seen) drops each configuration it is shown no worse than
+        by more than ``indifference``, and is kept to the end."""
+        alive = np.flatnonzero(self._alive)
+        if len(alive) < 2:
+            return []
+        leader = int(alive[np.argmax(self._sum[np.ix_(alive, alive)].sum(axis=1))])
+        lower = self._lower_bounds()[leader]
+        dropped = [Elimination(self.names[c], self.names[leader], self.seen, self._sum[leader, c] / self.seen,
+                               float(lower[c]), within=True)
+                   for c in alive if c != leader and not self._kept[c] and lower[c] > -self.indifference]
+        for elimination in dropped:
+            self._alive[self.names.index(elimination.configuration)] = False
+        self._kept[leader] |= bool(dropped)
+        return dropped
+
+    @property
+    def settled(self) -> bool:
+        """No survivor can be dropped any more: each one left is kept (it stands for some within ``indifference``)."""
+        return bool(np.all(self._kept[self._alive]))
 
     def tied(self, margin: float) -> bool:
         """The survivors are within ``margin`` of each other: every pair's difference bounded to (-margin, margin)

@@ -412,6 +412,9 @@ class RaceConfig:
     metric: Optional[str] = None  # null: the report's headline (opi_<β> with relations, else bertsim)
     alpha: float = 0.05  # the chance of dropping the best, over all eliminations and looks
     margin: float = 0.01  # survivors all within this of each other: a tie, the race stops
+    # > 0: the leader also drops those it is shown no worse than by more than this, and is kept; the guarantee is
+    # then that one within this of the best survives (README "Racing"); 0: only the significantly worse are dropped
+    indifference: float = 0.0
     budget: Optional[float] = None  # stop once this much is spent (budget_unit); null: no budget
     budget_unit: str = "examples"  # examples (evaluated, summed over configurations) | llm_calls | usd
     rounds: int = 10  # the data dealt into this many rounds of whole clusters
@@ -422,6 +425,7 @@ class RaceConfig:
     def __post_init__(self):
         require_number("race.alpha", self.alpha, gt=0, lt=1)
         require_number("race.margin", self.margin, ge=0)
+        require_number("race.indifference", self.indifference, ge=0)
         require_number("race.budget", self.budget, gt=0, null=True)
         _require(self.budget_unit in BUDGET_UNITS,
                  f"race.budget_unit must be one of {', '.join(BUDGET_UNITS)}, got {self.budget_unit!r}")

@@ -1,7 +1,7 @@
 """A racing sweep (``sweep.strategy=race``): the sweep's configurations evaluated round by round on whole clusters
 of the data (``opi.racing``), the ones significantly worse than the leader dropped after each round (``opi.race``,
-its asymptotic test), until one is left, the survivors tie within ``race.margin``, ``race.budget`` is spent or the
-data is exhausted. Then each configuration gets one tracked run on the rounds it ran, put together from those
+its asymptotic test; with ``race.indifference``, also those the leader is shown within it of), until one is
+left, the survivors tie within ``race.margin``, ``race.budget`` is spent or the data is exhausted. Then each configuration gets one tracked run on the rounds it ran, put together from those
 rounds' kept results (``assembled``: nothing is computed or paid twice): those are the sweep's MLflow runs, and
 they record the race's outcome (``race.json`` in the sweep's folder, ``flows.tracking.race_report``, read by
 ``race.record`` jobs and by the parent run).
@@ -98,6 +98,7 @@ class Outcome:
     low: float | None = None
     high: float | None = None
     spent: dict[str, float] = field(default_factory=dict)
+    within: bool = False  # dropped as within race.indifference of ``leader``, not as worse
 
 
 Rows = tuple[pd.DataFrame, dict[str, float]]  # a round job's prediction rows and metrics
@@ -120,7 +121,8 @@ class RaceRun:
         settings = config.race
         self.plan = rounds_of(examples, settings.rounds, config.seed)
         self.plan = [clusters for clusters in self.plan if clusters]  # fewer clusters than rounds
-        self.race = Race(self.labels, sum(map(len, self.plan)), settings.alpha, "asymptotic", settings.min_clusters)
+        self.race = Race(self.labels, sum(map(len, self.plan)), settings.alpha, "asymptotic", settings.min_clusters,
+                         settings.indifference)
         self.total = {label: 0.0 for label in self.labels}
         self.seen = {label: 0 for label in self.labels}
         self.rounds_run = {label: 0 for label in self.labels}
@@ -150,6 +152,10 @@ class RaceRun:
             if len(self.race.alive) == 1:
                 self.stopped = "one configuration was left"
                 break
+            if self.race.settled:
+                self.stopped = (f"each of the {len(self.race.alive)} left stands for those within "
+                                f"race.indifference={settings.indifference:g} of it")
+                break
             if self.race.tied(settings.margin):
                 self.stopped = f"the survivors were within race.margin={settings.margin:g} of each other"
                 break
@@ -178,11 +184,13 @@ class RaceRun:
             outcomes[job_key(job)] = Outcome(
                 label, "eliminated" if label in dropped else "survivor", self.rounds_run[label], self.seen[label],
                 self.each[label].examples, self.total[label] / max(self.seen[label], 1), by if by != label else None,
-                *(finite(v) for v in (difference, low, high)), asdict(self.each[label]))
+                *(finite(v) for v in (difference, low, high)), asdict(self.each[label]),
+                label in dropped and dropped[label].within)
         last = max(self.rounds_run.values())
         for job, label in self.bounds:
             outcomes[job_key(job)] = Outcome(label, "bound", last, 0, 0, float("nan"))
         return {"metric": self.metric, "alpha": self.config.race.alpha, "margin": self.config.race.margin,
+                "indifference": self.config.race.indifference,
                 "rounds": len(self.plan), "clusters": self.race.clusters, "configurations": len(self.labels),
                 "stopped": self.stopped, "spent": asdict(self.spent), "grid_examples": self.grid_examples,
                 "survivors": self.race.alive, "leader": leader,
@@ -236,7 +244,8 @@ def outcome_tags(outcome: dict[str, Any] | None, key: str) -> dict[str, str]:
                                    f"${spent['usd']:.2f}"})
     if mine["leader"] is not None:
         bounds = "no bound yet" if mine["low"] is None else f"[{mine['low']:+.4f}, {mine['high']:+.4f}]"
-        tags["opi.race.against"] = f"{mine['leader']}: {mine['difference']:+.4f} {bounds}"
+        within = f", dropped as within race.indifference={outcome['indifference']:g}" if mine.get("within") else ""
+        tags["opi.race.against"] = f"{mine['leader']}: {mine['difference']:+.4f} {bounds}{within}"
     return tags
 
 

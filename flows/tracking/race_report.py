@@ -42,8 +42,10 @@ def verdict(outcome: dict[str, Any]) -> str:
     spent, grid = outcome["spent"]["examples"], outcome["grid_examples"]
     among = (f"is {survivors[0]}" if len(survivors) == 1 else
              f"is among the {len(survivors)} survivors: {', '.join(survivors)}")
+    delta = outcome.get("indifference", 0.0)
+    best = f"the best of these {n}" if not delta else f"one within {delta:g} of the best of these {n}"
     return (f"Race of {n} configurations by {outcome['metric']}, stopped because {outcome['stopped']}: with about "
-            f"{1 - outcome['alpha']:.0%} confidence the best of these {n} on this data {among} (an asymptotic "
+            f"{1 - outcome['alpha']:.0%} confidence {best} on this data {among} (an asymptotic "
             f"guarantee, over whole clusters; it says nothing about data unlike this). It spent {spent:,} of the "
             f"full grid's {grid:,} example evaluations ({spent / grid:.0%}), {outcome['spent']['llm_calls']:,} LLM "
             f"calls, ${outcome['spent']['usd']:.2f}.")
@@ -59,7 +61,8 @@ def race_table(outcome: dict[str, Any]) -> pd.DataFrame:
         "configuration": o["label"], "outcome": o["outcome"], "rounds_run": o["rounds_run"],
         "clusters": o["clusters"], "examples": o["examples"],
         outcome["metric"]: None if o["estimate"] is None else round(o["estimate"], 4),
-        "compared_with": o["leader"], "difference": o["difference"], "difference_low": o["low"],
+        "compared_with": o["leader"], "dropped_as": ("within" if o.get("within") else "worse")
+        if o["outcome"] == "eliminated" else None, "difference": o["difference"], "difference_low": o["low"],
         "difference_high": o["high"], "llm_calls": o["spent"].get("llm_calls"), "usd": o["spent"].get("usd")}
         for o in rows])
 

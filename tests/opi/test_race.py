@@ -24,21 +24,23 @@ def test_a_configuration_always_worse_by_the_whole_range_is_dropped_when_the_evi
     assert gone.evidence >= 20 and race.alive == ["l"]
 
 
-def simulate(effects, clusters, rng, noise=0.1, alpha=0.05, test="betting"):
+def simulate(effects, clusters, rng, noise=0.1, alpha=0.05, test="betting", indifference=0.0):
     """One race over clusters with a base of their own: each configuration's cluster mean is base + effect + noise,
-    clipped to [0, 1]; the truly best is the highest mean over these clusters (the full grid's best)."""
+    clipped to [0, 1]; the truly best is the highest mean over these clusters (the full grid's best). With an
+    ``indifference``, whether one within it of the best survived."""
     base = rng.uniform(0.2, 0.8, clusters)
     means = np.clip(base[None, :] + np.asarray(effects)[:, None] + rng.normal(0, noise, (len(effects), clusters)),
                     0, 1)
     names = [f"c{i}" for i in range(len(effects))]
-    race, spent = Race(names, clusters, alpha, test=test), 0
+    race, spent = Race(names, clusters, alpha, test=test, indifference=indifference), 0
     for j in rng.permutation(clusters):
         spent += len(race.alive)
         race.observe({name: means[i, j] for i, name in enumerate(names) if name in race.alive})
-        if len(race.alive) == 1:
+        if len(race.alive) == 1 or race.settled:
             break
-    best = names[int(np.argmax(means.mean(axis=1)))]
-    return best in race.alive, spent / (len(names) * clusters)
+    truth = means.mean(axis=1)
+    kept = max(truth[names.index(name)] for name in race.alive) >= truth.max() - indifference
+    return kept, spent / (len(names) * clusters)
 
 
 @pytest.mark.parametrize("spread", [0.0, 0.1])
@@ -82,6 +84,33 @@ def test_survivors_within_the_margin_of_each_other_are_a_tie():
     assert not any(ties[:9])  # no bound before min_clusters
     assert ties[-1] and race.alive == ["a", "b", "c"]  # equal within 0.02: nothing dropped, a tie
     assert not race.tied(0.0001)  # not within a margin smaller than what the data can show
+
+
+def test_the_leader_drops_those_within_the_indifference_zone_and_is_then_never_dropped():
+    race = Race(["a", "b", "c"], clusters=100, test="asymptotic", indifference=0.01)
+    for i in range(9):
+        assert race.observe({"a": 0.5 + 0.01 * (i % 2), "b": 0.5 + 0.01 * (i % 2), "c": 0.45 + 0.1 * (i % 2)}) == []
+    # at min_clusters (10): a and b have been equal on every cluster (a difference of 0, no spread: its bounds are
+    # [0, 0]); a leads (the first of the two highest) and drops b as within 0.01; c, 0.02 behind with a spread
+    # of 0.09, is neither shown worse nor within 0.01
+    (within,) = race.observe({"a": 0.5, "b": 0.5, "c": 0.45})
+    assert (within.configuration, within.by, within.within, within.evidence) == ("b", "a", True, 0.0)
+    assert race.alive == ["a", "c"] and not race.settled  # c can still be dropped
+    for _ in range(60):  # c now leads by far: a would be shown worse, but it stands for b, so it stays
+        race.observe({"a": 0.1, "c": 0.9})
+    assert race.alive == ["a", "c"] and [e.configuration for e in race.eliminated] == ["b"]
+    with pytest.raises(ValueError, match="0 with the betting test"):
+        Race(["a", "b"], clusters=10, indifference=0.01)
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.05])
+def test_with_an_indifference_zone_one_within_it_of_the_best_survives_at_a_fraction_of_the_cost(spread):
+    rng = np.random.default_rng(4)
+    effects = np.linspace(0, spread, 20)  # close: 0.0026 apart at most
+    zone = [simulate(effects, 120, rng, noise=0.03, test="asymptotic", indifference=0.02) for _ in range(60)]
+    strict = [simulate(effects, 120, rng, noise=0.03, test="asymptotic") for _ in range(60)]
+    assert np.mean([kept for kept, _ in zone]) >= 0.95 and np.mean([kept for kept, _ in strict]) >= 0.95
+    assert np.mean([cost for _, cost in zone]) < 0.5 * np.mean([cost for _, cost in strict])
 
 
 def test_a_race_needs_two_configurations_and_a_level():

@@ -125,6 +125,27 @@ def test_a_race_drops_the_clearly_worse_rounds_by_round_and_records_what_each_ra
     assert read_outcome(tmp_path) == json.loads(json.dumps(outcome))
 
 
+def test_with_an_indifference_zone_the_leader_stands_for_those_within_it_and_the_verdict_says_so(tmp_path):
+    data = examples(40)
+    fake = FakeJobs(tmp_path, data, {"knn": 0.8, "bm25": 0.8, "random": 0.2}, noise=0.005)
+    outcome = RaceRun([["setup=knn"], ["setup=bm25"], ["setup=random"]],
+                      config("sweep.strategy=race", "race.metric=bertsim", "race.rounds=8", "race.min_clusters=5",
+                             "race.margin=0", "race.indifference=0.02"), data, fake).run()
+    # round 1 (5 clusters): random is worse; knn and bm25 differ by noise of +-0.005, far inside 0.02, so the leader
+    # drops the other as within it, and the race is over after one round of the eight
+    assert len(fake.batches) == 1 and outcome["stopped"] == "one configuration was left"
+    (survivor,) = outcome["survivors"]
+    other = ({"setup=knn", "setup=bm25"} - {survivor}).pop()
+    within = outcome["jobs"][other]
+    assert within["outcome"] == "eliminated" and within["within"] and within["leader"] == survivor
+    assert within["low"] > -0.02 and not outcome["jobs"]["setup=random"]["within"]
+    assert "with about 95% confidence one within 0.02 of the best of these 3 on this data is " + survivor \
+        in verdict(outcome)
+    table = race_table(outcome).set_index("configuration")
+    assert table.loc[other, "dropped_as"] == "within" and table.loc["setup=random", "dropped_as"] == "worse"
+    assert outcome_tags(outcome, other)["opi.race.against"].endswith("dropped as within race.indifference=0.02")
+
+
 def test_survivors_within_the_margin_are_a_tie_and_the_race_stops(tmp_path):
     data = examples(40)
     fake = FakeJobs(tmp_path, data, {"knn": 0.5, "bm25": 0.5}, noise=0.01)
