@@ -105,7 +105,8 @@ class Race:
         if self.test == "betting":
             evidence, bar = np.where(pairs, self._wealth, -np.inf), math.log(self.threshold)
         else:
-            evidence, bar = np.where(pairs, self._lower_bounds(), -np.inf), 0.0
+            lower = self._lower_bounds()
+            evidence, bar = np.where(pairs, lower, -np.inf), 0.0
         strongest = evidence.argmax(axis=0)  # for each c, the l with the most evidence against it
         dropped = []
         for c in np.flatnonzero(alive & ~self._kept):
@@ -117,18 +118,18 @@ class Race:
         for elimination in dropped:
             self._alive[self.names.index(elimination.configuration)] = False
         if self.indifference > 0 and self.seen >= max(self.min_clusters, 2):
-            dropped += self._within_indifference()
+            dropped += self._within_indifference(lower)
         self.eliminated += dropped
         return dropped
 
-    def _within_indifference(self) -> list[Elimination]:
+    def _within_indifference(self, lower: np.ndarray) -> list[Elimination]:
         """The leader (the highest mean over the clusters seen) drops each configuration it is shown no worse than
         by more than ``indifference``, and is kept to the end."""
         alive = np.flatnonzero(self._alive)
         if len(alive) < 2:
             return []
         leader = int(alive[np.argmax(self._sum[np.ix_(alive, alive)].sum(axis=1))])
-        lower = self._lower_bounds()[leader]
+        lower = lower[leader]
         dropped = [Elimination(self.names[c], self.names[leader], self.seen, self._sum[leader, c] / self.seen,
                                float(lower[c]), within=True)
                    for c in alive if c != leader and not self._kept[c] and lower[c] > -self.indifference]
