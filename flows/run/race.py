@@ -1,8 +1,9 @@
 """A racing sweep (``sweep.strategy=race``): the sweep's configurations evaluated round by round on whole clusters
 of the data (``opi.racing``), the ones significantly worse than the leader dropped after each round (``opi.race``,
 its asymptotic test; with ``race.indifference``, also those the leader is shown within it of), until one is
-left, the survivors tie within ``race.margin``, ``race.budget`` is spent or the data is exhausted. Then each configuration gets one tracked run on the rounds it ran, put together from those
-rounds' kept results (``assembled``: nothing is computed or paid twice): those are the sweep's MLflow runs, and
+left, the survivors tie within ``race.margin``, none can be dropped any more, ``race.budget`` is spent or the data
+is exhausted. Then each configuration gets one tracked run on the rounds it ran, put together from those rounds'
+kept results (``assembled``: nothing is computed or paid twice): those are the sweep's MLflow runs, and
 they record the race's outcome (``race.json`` in the sweep's folder, ``flows.tracking.race_report``, read by
 ``race.record`` jobs and by the parent run).
 
