@@ -22,6 +22,7 @@ def child_runs(tmp_path: Path) -> pd.DataFrame:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # SmolLM2 takes every core: 5x slower beside another test
 @pytest.mark.skipif(not local_server.available(), reason="llm-local extra not installed: " + local_server.INSTALL_HINT)
 def test_local_smollm2_answers_classifies_scores_then_the_cache_answers_again(tmp_path):
     sweep = ["-m", "setup=knn,bm25", "llm=local", "classifier=llm", "metrics=full", "dataset.limit=3"]

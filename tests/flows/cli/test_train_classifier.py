@@ -86,6 +86,7 @@ def test_openai_fine_tuning_end_to_end_and_resumable(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # SmolLM2 takes every core: 5x slower beside another test
 @pytest.mark.skipif(not local_server.available(), reason="llm-local extra not installed: " + local_server.INSTALL_HINT)
 def test_llm_classifier_with_local_smollm2_on_the_test_split(tmp_path):
     # one test example per relation (5 x 0.2): SmolLM2 labels each in ~4 s on 2 cores
