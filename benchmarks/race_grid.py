@@ -107,6 +107,15 @@ def evaluations(folder: Path) -> int:
     return total
 
 
+def texts_embedded(folder: Path) -> dict[str, float]:
+    """Texts each configuration run of the folder had embedded (its ``texts_embedded``; a race's run sums its
+    rounds'), by run id: articles' chunks for the dense retrievers, answers for BERTSim, shared by every
+    configuration that needs them, computed once."""
+    if not (folder / "mlruns" / "mlflow.db").exists():
+        return {}
+    return {run.info.run_id: run.data.metrics.get("texts_embedded", 0.0) for run in children(folder)}
+
+
 def key_of(run) -> str:
     """A configuration across folders: its description, k and chunk size (run names depend on the sweep)."""
     params = run.data.params
@@ -177,13 +186,14 @@ def main() -> None:
                   *([] if args.no_rerun else [("grid after the race", Path(race_dir), [])])]
         for label, folder, extra in phases:
             calls_before, wall = len(server.arrivals), 0.0
-            before = evaluations(folder)
+            before, embedded_before = evaluations(folder), texts_embedded(folder)
             for sweep in sweeps:
                 wall += opi_eval(folder, [*sweep, *llm, *extra, *args.overrides])["wall"]
+            embedded = sum(v for run, v in texts_embedded(folder).items() if run not in embedded_before)
             figures[label] = {"wall": wall, "calls": len(server.arrivals) - calls_before,
-                              "evaluations": evaluations(folder) - before}
+                              "evaluations": evaluations(folder) - before, "embedded": embedded}
             print(f"{label}: {wall:.1f} s, {figures[label]['evaluations']} example rows written, "
-                  f"{figures[label]['calls']} LLM calls", flush=True)
+                  f"{figures[label]['calls']} LLM calls, {embedded:,.0f} texts embedded", flush=True)
             if label == "race":
                 outcomes = [json.loads(p.read_text()) for p in folder.glob("multirun/**/race.json")]
                 metric, kept = outcomes[0]["metric"], survivors(folder)
@@ -201,7 +211,9 @@ def main() -> None:
               f"{article_best}; the race's survivors: {sorted(kept)}")
         print(f"survivors hold the grid's best: by the table {table_best in kept}, by articles {article_best in kept}")
         print(f"race / grid: example evaluations of the rounds {rounds / grid['evaluations']:.2f}, LLM calls "
-              f"{race['calls'] / max(grid['calls'], 1):.2f}, wall {race['wall'] / grid['wall']:.2f}")
+              f"{race['calls'] / max(grid['calls'], 1):.2f}, wall {race['wall'] / grid['wall']:.2f}, texts embedded "
+              f"{race['embedded'] / max(grid['embedded'], 1):.2f} (the articles a dense configuration still running "
+              "needs, whichever configurations are dropped)")
         if "grid after the race" in figures:
             print(f"the grid after the race asked the endpoint {figures['grid after the race']['calls']} times of the "
                   f"grid's {grid['calls']}")

@@ -13,7 +13,7 @@ from typing import Callable, Hashable, Iterator, TypeVar
 T = TypeVar("T")
 
 BOUNDS = {
-    "chunked articles": 1,  # the last dataset's (22 MB at 2,400 rows): every job of a sweep reads the same
+    "chunked articles": 4,  # a dataset's chunkings (22 MB each at 2,400 rows): a sweep over chunking alternates them
     "fitted classifiers": 2,  # a sweep's cross-fitted and plainly fitted one
     "embedders": 32,  # one per embedding model and store (its vectors in memory, its counts: embedding_counts)
     "embedding stores": 8,  # one connection per store file

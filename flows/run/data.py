@@ -44,16 +44,26 @@ def load_data(config: OPIConfig) -> Data:
     return _load_data(json.dumps(key, sort_keys=True))
 
 
-@lru_cache(maxsize=4)  # jobs of one multirun share the dataset: read, validate and hash it once
+@lru_cache(maxsize=16)  # a race's jobs each evaluate a part of one dataset (its rounds): read it once for them all
 def _load_data(key: str) -> Data:
+    settings = json.loads(key)
+    dataset = DatasetConfig(**settings["dataset"])
+    whole_settings = {**settings["dataset"], "rounds": None, "rounds_from": 1, "rounds_to": None}
+    data = _whole_data(json.dumps({**settings, "dataset": whole_settings}, sort_keys=True))
+    if dataset.rounds is not None:  # a race's rounds (sweep.strategy=race)
+        examples = in_rounds(data.examples, dataset.rounds, dataset.rounds_from, dataset.rounds_to or dataset.rounds,
+                             settings["seed"])
+        data = dataclasses.replace(data, examples=hashed(examples))
+    log.info("%s; evaluating %d examples", data.report.describe(), len(data.examples))
+    return data
+
+
+@lru_cache(maxsize=4)  # jobs of one multirun share the dataset: read, validate and hash it once
+def _whole_data(key: str) -> Data:
     settings = json.loads(key)
     dataset, relation_set = DatasetConfig(**settings["dataset"]), load_relation_set(settings["relations"])
     pool, report = load_examples(dataset, relation_set.labels, settings["seed"], filtered=False)  # read once
     examples = select(pool, dataset.relations, dataset.sample, dataset.limit, settings["seed"])
-    if dataset.rounds is not None:  # a race's rounds (sweep.strategy=race)
-        examples = in_rounds(examples, dataset.rounds, dataset.rounds_from, dataset.rounds_to or dataset.rounds,
-                             settings["seed"])
-    log.info("%s; evaluating %d examples", report.describe(), len(examples))
     return Data(relation_set, hashed(examples), pool, report, hashed(sorted({e.context for e in pool})),
                 labelled(pool))
 

@@ -28,3 +28,24 @@ def test_training_data_is_hashed_once_per_dataset(monkeypatch):
     assert whole.triples.content_hash == "triples-of-" + real_hashed(pool).content_hash
     assert run_data.Data(None, real_hashed(changed), changed, None, [], "all").pool_training.triples.content_hash \
         != whole.triples.content_hash
+
+
+def test_a_race_s_parts_of_the_data_are_read_from_one_read_of_the_dataset(monkeypatch):
+    # a race asks for each round's part and each tracked run's rounds 1..r: one read and check of the file for all
+    from flows.run.config import compose_config, typed
+
+    reads = []
+    real = run_data.load_examples
+    monkeypatch.setattr(run_data, "load_examples", lambda *args, **kwargs: reads.append(1) or real(*args, **kwargs))
+    run_data._load_data.cache_clear()
+    run_data._whole_data.cache_clear()
+
+    def part(first: int | None, last: int | None = None):
+        rounds = [] if first is None else ["dataset.rounds=4", f"dataset.rounds_from={first}",
+                                           f"dataset.rounds_to={last or first}"]
+        return run_data.load_data(typed(compose_config(rounds))).examples
+
+    whole, parts, first_two = part(None), [part(r) for r in range(1, 5)], part(1, 2)
+    assert len(reads) == 1
+    assert sorted(e.id for p in parts for e in p) == sorted(e.id for e in whole) and all(parts)
+    assert [e.id for e in first_two] == [e.id for e in whole if e in {*parts[0], *parts[1]}]

@@ -8,6 +8,7 @@ import mlflow
 from flows.orchestration import hashing
 from flows.orchestration.hashing import hashed
 from flows.run.stages import Results, chunked_articles
+from opi.memory import MEMORY
 from opi.schemas import ChunkingConfig
 from tests.helpers.cli import run_cli
 
@@ -25,23 +26,32 @@ class Chunking:
         return {f"a{i}": [text[: chunking.size]] for i, text in enumerate(contexts)}
 
 
+def articles(texts: str, chunking: ChunkingConfig, language: str = "en") -> tuple[str, int]:
+    """The chunked articles' key, and how many times the chunking stage was called for them."""
+    config = SimpleNamespace(sentences=SimpleNamespace(language=language), chunking=chunking,
+                             retrieval=SimpleNamespace(scope="article"))
+    calls = Chunking()
+    made = chunked_articles(config, SimpleNamespace(contexts=hashed(["one", "two"], texts)), Results(), calls)
+    return made.content_hash, calls.calls
+
+
 def test_chunked_articles_are_keyed_by_what_they_are_made_of_without_hashing_them(monkeypatch):
     # a race's round job chunks new articles each time: JSON of every chunk and sentence cost it ~0.7 s
     monkeypatch.setattr(hashing, "plain_hash", lambda value: pytest.fail("the chunked articles were hashed"))
-
-    def articles(texts: str, chunking: ChunkingConfig, language: str = "en"):
-        config = SimpleNamespace(sentences=SimpleNamespace(language=language), chunking=chunking,
-                                 retrieval=SimpleNamespace(scope="article"))
-        calls = Chunking()
-        made = chunked_articles(config, SimpleNamespace(contexts=hashed(["one", "two"], texts)), Results(), calls)
-        return made.content_hash, calls.calls
-
     first, computed = articles("texts-of-stage-test-a", ChunkingConfig())
     assert computed == 1 and articles("texts-of-stage-test-a", ChunkingConfig()) == (first, 0)  # kept in memory
     others = {articles("texts-of-stage-test-b", ChunkingConfig())[0],
               articles("texts-of-stage-test-a", ChunkingConfig(size=50))[0],
               articles("texts-of-stage-test-a", ChunkingConfig(), "de")[0]}
     assert len(others | {first}) == 4  # other texts, chunking or language: another key
+
+
+def test_a_sweep_alternating_two_chunkings_reads_each_once():
+    # experiment=retriever_grid's innermost axis is chunking=small,paper: each job asked for the other chunking,
+    # and with one kept every job read ~10 MB of chunked articles again (a race's round jobs too)
+    with MEMORY.isolated("chunked articles"):
+        called = [articles("texts-of-stage-test-c", ChunkingConfig(size=size))[1] for size in (50, 100, 50, 100, 50)]
+    assert called == [1, 1, 0, 0, 0]
 
 
 @pytest.mark.slow
