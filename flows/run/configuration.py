@@ -64,14 +64,9 @@ def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel |
         kept = None if not_kept else read_kept(cache_dir, key)
         if kept is not None:
             return from_kept(config, kept, started, key)
-        rounds = kept_rounds(config, data) if config.race.record else None
-        if rounds is not None:  # a race's tracked run: its rounds' results put together, nothing computed again
-            result = assembled(config, rounds, data.relation_set.labels, [e.id for e in data.examples])
-            keep(cache_dir, key, result)
-            log.info("%s: assembled from the %d rounds' results the race computed", describe(config).name,
-                     len(rounds))
-            return as_returned(result, {**RunWork().metrics(), "cache_hits": result.stages, "cache_misses": 0,
-                                        "seconds_lookup": time.perf_counter() - started}, key)
+        from_rounds = None if not_kept else from_kept_rounds(config, data, key, started)
+        if from_rounds is not None:
+            return from_rounds
         from flows.run.pipeline import run_stages  # Prefect's tasks: only where a stage runs
 
         result, counts = run_stages(config, data, registered)
@@ -82,6 +77,19 @@ def run_configuration(config: OPIConfig, not_kept: tuple[Data, RegisteredModel |
              result.stages)
     return as_returned(result, {**counts, **{name: counts.get(name, 0.0) + value
                                              for name, value in here.counts.items()}}, key)
+
+
+def from_kept_rounds(config: OPIConfig, data: Data, key: str, started: float) -> dict[str, Any] | None:
+    """A race's tracked run (``race.record``) put together from its rounds' kept results, nothing computed again;
+    None when it is not one, or a round's result is missing."""
+    rounds = kept_rounds(config, data) if config.race.record else None
+    if rounds is None:
+        return None
+    result = assembled(config, rounds, data.relation_set.labels, [e.id for e in data.examples])
+    keep(config.paths.cache_dir, key, result)
+    log.info("%s: assembled from the %d rounds' results the race computed", describe(config).name, len(rounds))
+    return as_returned(result, {**RunWork().metrics(), "cache_hits": result.stages, "cache_misses": 0,
+                                "seconds_lookup": time.perf_counter() - started}, key)
 
 
 def kept_rounds(config: OPIConfig, data: Data) -> list[Any] | None:
@@ -128,18 +136,21 @@ def unanswered(metrics: dict[str, float]) -> float:
 
 
 def evaluate(config: OPIConfig) -> dict[str, Any]:
-    """The configuration as one Prefect flow run; one whose whole result is kept is read without Prefect (nothing to
-    orchestrate: no flow run, no server waited for), unless it runs inside a flow already (the nightly's, whose
-    configurations are its subflows). The configuration travels to the flow by closure, not as a flow parameter:
-    Prefect keeps no copy of it (or of an ``llm.base_url`` with credentials in it) in its database; its parameters,
-    shown in Prefect's UI, are its name and its settings as its MLflow params (secret-named settings left out,
-    credentials redacted)."""
+    """The configuration as one Prefect flow run; one whose whole result is kept, or a race's tracked run whose
+    rounds' results are, is read without Prefect (nothing to orchestrate: no flow run, no server waited for), unless
+    it runs inside a flow already (the nightly's, whose configurations are its subflows). The configuration travels
+    to the flow by closure, not as a flow parameter: Prefect keeps no copy of it (or of an ``llm.base_url`` with
+    credentials in it) in its database; its parameters, shown in Prefect's UI, are its name and its settings as its
+    MLflow params (secret-named settings left out, credentials redacted)."""
     not_kept = None
     if not inside_flow_run():
         started, found = time.perf_counter(), lookup(config)
         kept = read_kept(config.paths.cache_dir, found[2])
         if kept is not None:
             return from_kept(config, kept, started, found[2])
+        from_rounds = from_kept_rounds(config, found[0], found[2], started)  # nothing to orchestrate either
+        if from_rounds is not None:
+            return from_rounds
         not_kept = found  # the flow computes it without looking the key up again
     start_temporary_server()  # boots while Prefect is imported and the model loads (none if the user named one)
     from prefect import flow

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import zip_longest
 from typing import Callable
 
 from flows.base.errors import run_or_explain
@@ -28,12 +29,28 @@ def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: in
         configurations = [run_or_explain(prepared, configuration_of(job)) for job in batch]
         pool = ThreadPoolExecutor(max_workers=min(at_once, len(configurations)), thread_name_prefix="opi-round")
         try:  # each in a copy of this thread's context: inside the nightly's flow run, their flows are its subflows
-            running = [pool.submit(contextvars.copy_context().run, rows_of, config) for config in configurations]
-            return run_or_explain(results_of, running)  # the first failure, one line: not one per configuration
+            running = {i: pool.submit(contextvars.copy_context().run, rows_of, configurations[i])
+                       for i in starting_order(configurations)}
+            return run_or_explain(results_of, [running[i] for i in range(len(configurations))])  # the first
+            # failure, one line: not one per configuration
         finally:  # a failure or Ctrl-C: nothing more starts; those running end (an LLM wait sees the stop)
             pool.shutdown(wait=True, cancel_futures=True)
 
     return evaluate_round
+
+
+def starting_order(configurations: list[OPIConfig]) -> list[int]:
+    """The order a round's configurations start in: those that embed the round's new articles taken in turn with
+    those that do not. The embedding takes both cores and one configuration at a time (the others asking for the
+    same texts wait for it); in the sweep's order the first ones side by side were often all dense, and the LLM
+    endpoint waited with them."""
+    dense = [i for i, config in enumerate(configurations) if embeds_articles(config)]
+    other = [i for i, config in enumerate(configurations) if not embeds_articles(config)]
+    return [i for pair in zip_longest(dense, other) for i in pair if i is not None]
+
+
+def embeds_articles(config: OPIConfig) -> bool:
+    return any(member.embeds for member in config.members().values())
 
 
 def results_of(running: list[Future]) -> list[Rows]:

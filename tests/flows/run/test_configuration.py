@@ -43,3 +43,27 @@ def test_the_model_is_loaded_ahead_only_where_the_stages_run_in_this_process():
 
     assert model_loading(typed(compose_config(["dataset=deeplogic-130"]))) is not None
     assert model_loading(typed(compose_config(["dataset=deeplogic-130", "orchestration=dask"]))) is None
+
+
+def test_a_race_s_tracked_run_is_put_together_from_its_rounds_without_a_flow_run(tmp_path, monkeypatch):
+    # nothing to orchestrate: its rounds' results are kept (a race's 48 tracked runs each opened a flow run)
+    import pytest
+
+    from flows.orchestration.kept import read_kept
+    from flows.orchestration.results import Scores
+    from flows.run import configuration
+
+    config = typed(compose_config(["dataset=deeplogic-130", "dataset.rounds=4", "dataset.rounds_to=2",
+                                   "race.record=true", f"paths.cache_dir={tmp_path}"]))
+    rounds = ["round 1's result", "round 2's result"]
+    monkeypatch.setattr(configuration, "kept_rounds", lambda config, data: rounds)
+    monkeypatch.setattr(configuration, "assembled", lambda config, found, relations, order: Scores(
+        {"bertsim": 0.5, "n_examples": float(len(order))}, f"rows of {len(found)} rounds", None, {}, 3))
+    monkeypatch.setattr(configuration, "start_temporary_server", lambda: pytest.fail("a Prefect server was started"))
+    monkeypatch.setattr(configuration, "run_flow", lambda *args, **kwargs: pytest.fail("a flow run was opened"))
+    result = configuration.evaluate(config)
+    examples = len(load_data(config).examples)
+    assert result["predictions"] == "rows of 2 rounds" and examples < 130
+    assert result["metrics"]["bertsim"] == 0.5 and result["metrics"]["n_examples"] == examples
+    assert result["metrics"]["cache_hits"] == 3 and result["metrics"]["cache_misses"] == 0
+    assert read_kept(str(tmp_path), result["key"]).predictions == "rows of 2 rounds"  # kept whole for a re-run

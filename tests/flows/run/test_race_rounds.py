@@ -34,8 +34,13 @@ def fake_evaluation(monkeypatch):
             with lock:
                 state["running"] -= 1
 
+    def evaluate_started(config):
+        state.setdefault("started", []).append(config)
+        return evaluate(config)
+
     monkeypatch.setattr(race_rounds, "prepared", prepared)
-    monkeypatch.setattr(race_rounds, "evaluate", evaluate)
+    monkeypatch.setattr(race_rounds, "evaluate", evaluate_started)
+    monkeypatch.setattr(race_rounds, "embeds_articles", lambda config: config.startswith("dense"))
     return state
 
 
@@ -47,6 +52,24 @@ def test_a_rounds_configurations_run_at_once_and_come_back_in_order(fake_evaluat
     assert [metrics for _, metrics in results] == [{"n": 1.0}] * 4  # as a job's metrics.json holds them
     assert fake_evaluation["most"] == 3  # three at once, not four
     assert [running for _, running in fake_evaluation["checked"]] == [0] * 4  # all checked before any work
+
+
+def test_those_that_embed_start_in_turn_with_those_that_do_not(fake_evaluation):
+    # the sweep's order put the dense ones first: side by side they waited on one embedding, and the endpoint on them
+    evaluate_round = race_rounds.side_by_side(lambda job: job[0], at_once=1)
+    results = evaluate_round([["dense-1"], ["dense-2"], ["dense-3"], ["lexical-1"], ["lexical-2"]])
+    assert fake_evaluation["started"] == ["dense-1", "lexical-1", "dense-2", "lexical-2", "dense-3"]
+    assert [rows["name"][0] for rows, _ in results] == ["dense-1", "dense-2", "dense-3", "lexical-1", "lexical-2"]
+
+
+def test_the_retrievers_that_embed_the_articles_are_the_dense_ones():
+    from flows.run.config import compose_config, typed
+
+    def embeds(*overrides):
+        return race_rounds.embeds_articles(typed(compose_config(["dataset=deeplogic-130", *overrides])))
+
+    assert embeds("setup=knn") and embeds("setup=mmr") and embeds("setup=a_two")
+    assert not embeds("setup=bm25") and not embeds("setup=tfidf") and not embeds("setup=edi")
 
 
 def test_one_at_a_time_when_asked(fake_evaluation):
