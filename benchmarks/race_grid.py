@@ -108,9 +108,8 @@ def evaluations(folder: Path) -> int:
 
 
 def texts_embedded(folder: Path) -> dict[str, float]:
-    """Texts each configuration run of the folder had embedded (its ``texts_embedded``; a race's run sums its
-    rounds'), by run id: articles' chunks for the dense retrievers, answers for BERTSim, shared by every
-    configuration that needs them, computed once."""
+    """Texts each configuration run of the folder embedded (its ``texts_embedded``), by run id: articles' chunks for
+    the dense retrievers, answers for BERTSim, shared by every configuration that needs them, computed once."""
     if not (folder / "mlruns" / "mlflow.db").exists():
         return {}
     return {run.info.run_id: run.data.metrics.get("texts_embedded", 0.0) for run in children(folder)}
@@ -190,6 +189,9 @@ def main() -> None:
             for sweep in sweeps:
                 wall += opi_eval(folder, [*sweep, *llm, *extra, *args.overrides])["wall"]
             embedded = sum(v for run, v in texts_embedded(folder).items() if run not in embedded_before)
+            if label == "race":  # its tracked runs embed nothing (put together from the rounds): the rounds' count
+                embedded += sum(json.loads(p.read_text())["spent"]["texts_embedded"]
+                                for p in folder.glob("multirun/**/race.json"))
             figures[label] = {"wall": wall, "calls": len(server.arrivals) - calls_before,
                               "evaluations": evaluations(folder) - before, "embedded": embedded}
             print(f"{label}: {wall:.1f} s, {figures[label]['evaluations']} example rows written, "

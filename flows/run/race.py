@@ -72,11 +72,13 @@ class Spent:
     examples: int = 0
     llm_calls: int = 0
     usd: float = 0.0
+    texts_embedded: int = 0  # the model's work: texts a round computed (those shared are computed once)
 
     def add(self, rows: int, metrics: dict[str, float]) -> None:
         self.examples += rows
         self.llm_calls += int(sum(v for k, v in metrics.items() if k.endswith("_http_requests")))
         self.usd += float(metrics.get("llm_cost_usd", 0.0))
+        self.texts_embedded += int(metrics.get("texts_embedded", 0.0))
 
     def of(self, unit: str) -> float:
         return {"examples": self.examples, "llm_calls": self.llm_calls, "usd": self.usd}[unit]

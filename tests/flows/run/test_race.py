@@ -86,7 +86,8 @@ class FakeJobs:
             pd.DataFrame({"cluster": [e.cluster for e in rows], "similarity": value, "relation": "deductive",
                           "predicted_relation": "deductive"}).to_parquet(out / "predictions.parquet")
             (out / "metrics.json").write_text(json.dumps({"llm_answer_http_requests": len(rows),
-                                                          "llm_cost_usd": 0.01 * len(rows)}))
+                                                          "llm_cost_usd": 0.01 * len(rows),  # kNN embeds 2 a row
+                                                          "texts_embedded": 2 * len(rows) * (setup == "knn")}))
             returns.append(SimpleNamespace(return_value=0.0, hydra_cfg=OmegaConf.create(
                 {"hydra": {"runtime": {"output_dir": str(out)}}})))
         return [outputs_of(returned) for returned in returns]
@@ -111,7 +112,7 @@ def test_a_race_drops_the_clearly_worse_rounds_by_round_and_records_what_each_ra
     assert random_["difference"] == pytest.approx(-0.6, abs=0.1) and random_["high"] < 0
     assert random_["rounds_run"] == 1 and random_["examples"] == 10 and random_["clusters"] == 5
     assert outcome["jobs"]["setup=knn"]["examples"] == 80 and outcome["jobs"]["setup=knn"]["leader"] is None
-    assert outcome["spent"] == {"examples": 170, "llm_calls": 170, "usd": pytest.approx(1.7)}
+    assert outcome["spent"] == {"examples": 170, "llm_calls": 170, "usd": pytest.approx(1.7), "texts_embedded": 160}
     assert outcome["grid_examples"] == 240
     assert run.record_jobs()[2] == ["setup=random", "dataset.rounds=8", "dataset.rounds_from=1",
                                     "dataset.rounds_to=1", "race.record=true"]
