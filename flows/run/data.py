@@ -17,6 +17,7 @@ from opi.racing import in_rounds
 from opi.schemas import DatasetConfig, OPIConfig
 
 log = logging.getLogger("opi")
+ROUND_SETTINGS = ("rounds", "rounds_from", "rounds_to")  # a race's part of the dataset (sweep.strategy=race)
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,8 @@ def load_data(config: OPIConfig) -> Data:
 def _load_data(key: str) -> Data:
     settings = json.loads(key)
     dataset = DatasetConfig(**settings["dataset"])
-    whole_settings = {**settings["dataset"], "rounds": None, "rounds_from": 1, "rounds_to": None}
+    whole_settings = {**settings["dataset"], **{field.name: field.default for field in dataclasses.fields(DatasetConfig)
+                                                if field.name in ROUND_SETTINGS}}  # as a grid's job has them
     data = _whole_data(json.dumps({**settings, "dataset": whole_settings}, sort_keys=True))
     if dataset.rounds is not None:  # a race's rounds (sweep.strategy=race)
         examples = in_rounds(data.examples, dataset.rounds, dataset.rounds_from, dataset.rounds_to or dataset.rounds,

@@ -31,8 +31,8 @@ def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: in
         try:  # each in a copy of this thread's context: inside the nightly's flow run, their flows are its subflows
             running = {i: pool.submit(contextvars.copy_context().run, rows_of, configurations[i])
                        for i in starting_order(configurations)}
-            return run_or_explain(results_of, [running[i] for i in range(len(configurations))])  # the first
-            # failure, one line: not one per configuration
+            # the first failure, one line: not one per configuration
+            return run_or_explain(results_of, [running[i] for i in range(len(configurations))])
         finally:  # a failure or Ctrl-C: nothing more starts; those running end (an LLM wait sees the stop)
             pool.shutdown(wait=True, cancel_futures=True)
 
