@@ -52,6 +52,11 @@ class Memory:
         with self._locks[kind]:
             return key in self._kinds[kind]
 
+    def get(self, kind: str, key: Hashable) -> object | None:
+        """The value kept under ``key``, or None; nothing is made or kept."""
+        with self._locks[kind]:
+            return self._kinds[kind].get(key)
+
     def first_time(self, kind: str, key: Hashable) -> bool:
         """True the first time ``key`` is seen (then kept): for what is done or said once per process."""
         with self._locks[kind]:

@@ -420,6 +420,9 @@ class RaceConfig:
     rounds: int = 10  # the data dealt into this many rounds of whole clusters
     min_clusters: int = 10  # no elimination before this many clusters are seen
     side_by_side: int = 4  # a round's configurations evaluated at once, in threads (Hydra's basic launcher); 1: in turn
+    # with a reader on an LLM endpoint and Hydra's basic launcher: the next round's articles embedded while a round
+    # waits on the endpoint (those of configurations then dropped are wasted; race.json's spent counts them)
+    embed_ahead: bool = True
     record: bool = False  # set by the race for the runs it logs: this job records the race's outcome
 
     def __post_init__(self):

@@ -17,7 +17,7 @@ import logging
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pandas as pd
 
@@ -25,6 +25,9 @@ from flows.tracking.race_report import read_outcome
 from opi.race import Race
 from opi.racing import RELATION_METRICS, cluster_scores, rounds_of
 from opi.schemas import OPIConfig
+
+if TYPE_CHECKING:  # it imports the preflight, which imports this module
+    from flows.run.embed_ahead import EmbedAhead
 
 log = logging.getLogger("opi")
 ROUND_KEYS = ("dataset.rounds", "dataset.rounds_from", "dataset.rounds_to", "race.record")
@@ -73,6 +76,7 @@ class Spent:
     llm_calls: int = 0
     usd: float = 0.0
     texts_embedded: int = 0  # the model's work: texts a round computed (those shared are computed once)
+    texts_embedded_ahead: int = 0  # of those, embedded for the next round while a round ran (race.embed_ahead)
 
     def add(self, rows: int, metrics: dict[str, float]) -> None:
         self.examples += rows
@@ -112,10 +116,12 @@ class RaceRun:
     prediction rows and metrics, in order."""
 
     def __init__(self, jobs: list[list[str]], config: OPIConfig, examples: Sequence,
-                 evaluate: Callable[[list[list[str]]], list[Rows]], bounds: Sequence[int] = ()):
+                 evaluate: Callable[[list[list[str]]], list[Rows]], bounds: Sequence[int] = (),
+                 ahead: EmbedAhead | None = None):
         """``bounds``: the indexes of jobs that are bounds (random, oracle): reference points, not raced; each is
-        run once, tracked, on the rounds the race ran."""
-        self.config, self.evaluate = config, evaluate
+        run once, tracked, on the rounds the race ran. ``ahead``: what ``evaluate`` embeds of each next round while
+        a round runs (``flows.run.embed_ahead``), stopped when the race ends and counted in what it spent."""
+        self.config, self.evaluate, self.ahead = config, evaluate, ahead
         names = labels_of(jobs)
         self.bounds = [(job, name) for i, (job, name) in enumerate(zip(jobs, names)) if i in set(bounds)]
         self.jobs = [job for i, job in enumerate(jobs) if i not in set(bounds)]
@@ -165,6 +171,10 @@ class RaceRun:
             if settings.budget is not None and self.spent.of(settings.budget_unit) >= settings.budget:
                 self.stopped = f"race.budget={settings.budget:g} {settings.budget_unit} was spent"
                 break
+        if self.ahead is not None:  # a round that will not run: its embedding ahead stops, what it did is counted
+            self.ahead.stop()
+            self.spent.texts_embedded_ahead = self.ahead.texts_embedded
+            self.spent.texts_embedded += self.ahead.texts_embedded
         return self.outcome()
 
     def round_overrides(self, number: int) -> list[str]:

@@ -16,17 +16,21 @@ from typing import Callable
 
 from flows.base.errors import run_or_explain
 from flows.run.configuration import evaluate
+from flows.run.embed_ahead import EmbedAhead
 from flows.run.preflight import prepared
 from flows.run.race import Rows
 from opi.schemas import OPIConfig
 
 
-def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: int
+def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: int, ahead: EmbedAhead | None = None
                  ) -> Callable[[list[list[str]]], list[Rows]]:
-    """A race's round evaluator: ``configuration_of(job)`` types a round job (a list of overrides)."""
+    """A race's round evaluator: ``configuration_of(job)`` types a round job (a list of overrides); ``ahead``
+    embeds the next round's articles while the round runs (``flows.run.embed_ahead``)."""
 
     def evaluate_round(batch: list[list[str]]) -> list[Rows]:
         configurations = [run_or_explain(prepared, configuration_of(job)) for job in batch]
+        if ahead is not None:
+            ahead.start(configurations)
         pool = ThreadPoolExecutor(max_workers=min(at_once, len(configurations)), thread_name_prefix="opi-round")
         try:  # each in a copy of this thread's context: inside the nightly's flow run, their flows are its subflows
             running = {i: pool.submit(contextvars.copy_context().run, rows_of, configurations[i])

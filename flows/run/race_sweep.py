@@ -12,6 +12,7 @@ from flows.orchestration.files import write_atomically
 from flows.base.progress import start_sweep
 from flows.run.config import typed
 from flows.run.data import load_data
+from flows.run.embed_ahead import EmbedAhead
 from flows.run.preflight import prepared, without_hydra
 from flows.run.race import RaceRun, Rows, outputs_of
 from flows.run.race_rounds import side_by_side
@@ -41,17 +42,21 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
     examples = load_data(config).examples
     sweep_dir = Path(sweeper.config.hydra.sweep.dir)
     bounds = [i for i, c in enumerate(configurations) if any(m.bound for m in c.members().values())]
+    ahead = EmbedAhead()  # in this process only: another launcher's jobs have embedders of their own
     if in_this_process(sweeper):
-        evaluate_round = side_by_side(lambda job: typed_job(composed(job), job), config.race.side_by_side)
+        evaluate_round = side_by_side(lambda job: typed_job(composed(job), job), config.race.side_by_side, ahead)
     else:
         def evaluate_round(batch: list[list[str]]) -> list[Rows]:
             return [outputs_of(returned) for returned in launch(batch)]
-    run = RaceRun(jobs, config, examples, evaluate_round, bounds)
+    run = RaceRun(jobs, config, examples, evaluate_round, bounds, ahead)
     log.info("racing %d configurations on %d examples in %d rounds of whole clusters, by %s (alpha %g)%s",
              len(run.jobs), len(examples), len(run.plan), run.metric, config.race.alpha,
              f"; the {len(bounds)} bound(s) run once, at the end, on the rounds the race ran" if bounds else "")
     start_sweep(None)  # the rounds launch an unknown number of jobs: the progress lines count without a total
-    outcome = run.run()
+    try:
+        outcome = run.run()
+    finally:  # the race has ended, stopped or failed: nothing more is embedded ahead
+        ahead.close()
     write_atomically(sweep_dir / RACE_FILE, lambda path: path.write_text(json.dumps(outcome, indent=1)))
     log.info("%s", verdict(outcome))
     launch(run.record_jobs())

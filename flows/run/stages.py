@@ -78,8 +78,7 @@ def chunked_articles(config: OPIConfig, data: Data, results: Results, calls: Sta
     if results.store is not None:
         articles = hashed(results.store.articles)
         return articles if config.retrieval.scope == "article" else corpus_of(articles)
-    key = (data.contexts.content_hash, dataclasses.astuple(config.chunking), language,
-           tasks.chunk_articles.code())
+    key = articles_key(config, data)
     if MEMORY.holds("chunked articles", key):  # one read of the cached result per process, not one per job
         calls.hits += 1
     # marked with the hash of what they are made of (the stage's whole input and code), not of their own content:
@@ -88,6 +87,12 @@ def chunked_articles(config: OPIConfig, data: Data, results: Results, calls: Sta
         calls.call(tasks.chunk_articles, data.contexts, config.chunking, language),
         content_hash("chunked-articles", *key)))
     return articles if config.retrieval.scope == "article" else corpus_of(articles)
+
+
+def articles_key(config: OPIConfig, data: Data) -> tuple:
+    """What the chunked articles of ``data`` are kept under in this process."""
+    return (data.contexts.content_hash, dataclasses.astuple(config.chunking), config.sentences.language,
+            tasks.chunk_articles.code())
 
 
 def corpus_of(articles: HashedDict) -> HashedDict:

@@ -30,6 +30,16 @@ def test_an_isolated_kind_starts_empty_and_gets_back_what_it_held():
     assert memory.values("models") == ["A"]
 
 
+def test_get_reads_what_is_kept_and_neither_makes_nor_keeps_anything():
+    memory = Memory({"things": 2})
+    assert memory.get("things", "a") is None and not memory.holds("things", "a")
+    memory.recall("things", "a", lambda: 1)
+    memory.recall("things", "b", lambda: 2)
+    assert memory.get("things", "a") == 1
+    memory.recall("things", "c", lambda: 3)  # "a" is still the oldest: get did not make it the newest
+    assert memory.get("things", "a") is None and memory.get("things", "b") == 2
+
+
 def test_first_time_is_true_once_per_key_until_forgotten():
     memory = Memory({"said": 10})
     assert [memory.first_time("said", m) for m in ("x", "x", "y")] == [True, False, True]

@@ -112,7 +112,8 @@ def test_a_race_drops_the_clearly_worse_rounds_by_round_and_records_what_each_ra
     assert random_["difference"] == pytest.approx(-0.6, abs=0.1) and random_["high"] < 0
     assert random_["rounds_run"] == 1 and random_["examples"] == 10 and random_["clusters"] == 5
     assert outcome["jobs"]["setup=knn"]["examples"] == 80 and outcome["jobs"]["setup=knn"]["leader"] is None
-    assert outcome["spent"] == {"examples": 170, "llm_calls": 170, "usd": pytest.approx(1.7), "texts_embedded": 160}
+    assert outcome["spent"] == {"examples": 170, "llm_calls": 170, "usd": pytest.approx(1.7), "texts_embedded": 160,
+                                "texts_embedded_ahead": 0}
     assert outcome["grid_examples"] == 240
     assert run.record_jobs()[2] == ["setup=random", "dataset.rounds=8", "dataset.rounds_from=1",
                                     "dataset.rounds_to=1", "race.record=true"]
@@ -153,6 +154,21 @@ def test_survivors_within_the_margin_are_a_tie_and_the_race_stops(tmp_path):
     outcome = RaceRun([["setup=knn"], ["setup=bm25"]], config("sweep.strategy=race", "race.metric=bertsim",
                       "race.rounds=4", "race.margin=0.05"), data, fake).run()
     assert outcome["stopped"].startswith("the survivors were within race.margin=0.05") and len(fake.batches) == 1
+
+
+def test_what_was_embedded_ahead_is_stopped_when_the_race_ends_and_counted_in_what_it_spent(tmp_path):
+    class Ahead:  # embedded 30 texts of round 2 while round 1 ran; the race stops after round 1
+        texts_embedded, stopped = 30, 0
+
+        def stop(self):
+            self.stopped += 1
+
+    data, ahead = examples(40), Ahead()
+    fake = FakeJobs(tmp_path, data, {"knn": 0.5, "bm25": 0.5}, noise=0.01)
+    outcome = RaceRun([["setup=knn"], ["setup=bm25"]], config("sweep.strategy=race", "race.metric=bertsim",
+                      "race.rounds=4", "race.margin=0.05"), data, fake, ahead=ahead).run()
+    assert len(fake.batches) == 1 and ahead.stopped == 1
+    assert outcome["spent"]["texts_embedded"] == 2 * 20 + 30 and outcome["spent"]["texts_embedded_ahead"] == 30
 
 
 def test_a_race_without_a_clear_difference_runs_until_the_data_or_the_budget_ends(tmp_path):
