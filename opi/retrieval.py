@@ -18,18 +18,26 @@ def rank_examples(retriever: Retriever, examples: Sequence[Example], articles: M
                   ) -> dict[str, Ranking]:
     """One ranking of up to ``depth`` chunks per example, batching the questions that share an index (an
     article, or the corpus)."""
-    by_index: dict[str, list[Example]] = defaultdict(list)
-    indexes: dict[str, Article] = {}  # by the index's own id: one per article, or the corpus once
-    for example in examples:
-        article = articles[document_id(example.context)]
-        by_index[article.doc_id].append(example)
-        indexes[article.doc_id] = article
+    by_index, indexes = indexes_of(examples, articles)
     retriever.prepare([e.question for e in examples], [c for a in indexes.values() for c in a.chunks])
     rankings = {}
     for doc_id, group in by_index.items():
         for example, ranking in zip(group, retriever.rank_examples(group, list(indexes[doc_id].chunks), depth)):
             rankings[example.id] = ranking
     return rankings
+
+
+def indexes_of(examples: Sequence[Example], articles: Mapping[str, Article]
+               ) -> tuple[dict[str, list[Example]], dict[str, Article]]:
+    """The examples grouped by the index their questions are asked against, and those indexes by their own id: one
+    per article, or the corpus once. A retriever prepares the examples' questions and these indexes' chunks."""
+    by_index: dict[str, list[Example]] = defaultdict(list)
+    indexes: dict[str, Article] = {}
+    for example in examples:
+        article = articles[document_id(example.context)]
+        by_index[article.doc_id].append(example)
+        indexes[article.doc_id] = article
+    return by_index, indexes
 
 
 def cut(rankings: Mapping[str, Ranking], k: int) -> dict[str, Ranking]:

@@ -20,11 +20,11 @@ from flows.run.data import load_data
 from flows.run.identity import own_embedding
 from flows.run.stages import articles_key
 from opi.articles import prepare_articles
-from opi.chunking import document_id
 from opi.embeddings.background import BackgroundEmbedder
 from opi.embeddings.shared import identity, store_at
 from opi.embeddings.work import EmbeddingWork
 from opi.memory import MEMORY
+from opi.retrieval import indexes_of
 from opi.schemas import EmbeddingConfig, OPIConfig
 
 log = logging.getLogger("opi")
@@ -109,13 +109,14 @@ def next_round(config: OPIConfig) -> OPIConfig | None:
 
 
 def round_texts(config: OPIConfig) -> list[str]:
-    """The questions of ``config``'s examples and the chunks of their articles: the chunked articles this process
-    keeps (``flows.run.stages.chunked_articles``), else those articles chunked here."""
+    """What ``config``'s dense retrievers prepare (``opi.retrieval.rank_examples``): its examples' questions and the
+    chunks of their articles, from the chunked articles this process keeps (``flows.run.stages.chunked_articles``),
+    else those articles chunked here."""
     data = load_data(config)
-    contexts = sorted({example.context for example in data.examples})
     articles = MEMORY.get("chunked articles", articles_key(config, data))
     if articles is None:
-        articles = prepare_articles(contexts, config.chunking.size, config.chunking.overlap, config.chunking.length,
+        articles = prepare_articles(sorted({e.context for e in data.examples}), config.chunking.size, config.chunking.overlap, config.chunking.length,
                                     config.sentences.language, store=store_at(config.paths.embedding_store))
-    chunks = dict.fromkeys(chunk.text for context in contexts for chunk in articles[document_id(context)].chunks)
+    _, indexes = indexes_of(data.examples, articles)
+    chunks = dict.fromkeys(chunk.text for index in indexes.values() for chunk in index.chunks)
     return [*dict.fromkeys(example.question for example in data.examples), *chunks]
