@@ -141,7 +141,24 @@ class Race:
 
     @property
     def settled(self) -> bool:
-        """No survivor can be dropped any more: each one left is kept (it stands for some within ``indifference``)."""
+        """Racing on could drop no survivor but through the bounds failing: each one left is kept (it stands for
+        some within ``indifference``), is shown within ``indifference`` of a kept survivor (that one stands for it
+        too: what is dropped as within it can only be), or is shown better than every other survivor (a kept one
+        is never dropped, and nothing else is left to drop it)."""
+        alive = np.flatnonzero(self._alive)
+        if not self._kept[alive].any():
+            return False
+        lower = self._lower_bounds()
+        kept = alive[self._kept[alive]]
+        for c in alive[~self._kept[alive]]:
+            others = alive[alive != c]
+            if not (np.any(lower[kept, c] > -self.indifference) or np.all(lower[c, others] > 0)):
+                return False
+        return True
+
+    @property
+    def all_kept(self) -> bool:
+        """Each survivor stands for some within ``indifference`` (dropped one as within it)."""
         return bool(np.all(self._kept[self._alive]))
 
     def tied(self, margin: float) -> bool:

@@ -162,8 +162,12 @@ class RaceRun:
                 self.stopped = "one configuration was left"
                 break
             if self.race.settled:
-                self.stopped = (f"each of the {len(self.race.alive)} left stands for those within "
-                                f"race.indifference={settings.indifference:g} of it")
+                zone = f"race.indifference={settings.indifference:g}"
+                self.stopped = (f"each of the {len(self.race.alive)} left stands for those within {zone} of it"
+                                if self.race.all_kept else
+                                f"no survivor could be dropped any more: each of the {len(self.race.alive)} left "
+                                f"stands for those within {zone} of it, is shown within it of one that does, or is "
+                                f"shown better than all the others")
                 break
             if self.race.tied(settings.margin):
                 self.stopped = f"the survivors were within race.margin={settings.margin:g} of each other"

@@ -99,10 +99,31 @@ def test_the_leader_drops_those_within_the_indifference_zone_and_is_then_never_d
     for _ in range(60):  # c now leads by far: a would be shown worse, but it stands for b, so it stays
         race.observe({"a": 0.1, "c": 0.9})
     assert race.alive == ["a", "c"] and [e.configuration for e in race.eliminated] == ["b"]
+    # nothing can be dropped any more: a is kept, and c is shown better than it
+    assert race.settled and not race.all_kept and race._lower_bounds()[2, 0] > 0
     with pytest.raises(ValueError, match="0 with the betting test"):
         Race(["a", "b"], clusters=10, indifference=0.01)
     with pytest.raises(ValueError, match="indifference must be >= 0"):
         Race(["a", "b"], clusters=10, test="asymptotic", indifference=float("nan"))
+
+
+def test_a_race_is_settled_once_a_leader_that_overtook_a_kept_configuration_is_shown_within_the_zone_of_it():
+    race = Race(["a", "b", "c"], clusters=200, test="asymptotic", indifference=0.01)
+    for i in range(9):
+        race.observe({"a": 0.5 + 0.01 * (i % 2), "b": 0.5 + 0.01 * (i % 2), "c": 0.45 + 0.1 * (i % 2)})
+    race.observe({"a": 0.5, "b": 0.5, "c": 0.45})  # a drops b as within 0.01 and is kept (as in the test above)
+    settled_at = None
+    for t in range(150):  # c now 0.005 ahead on every cluster: it overtakes a, but is never shown better than it
+        value = 0.5 + 0.01 * (t % 2)
+        race.observe({"a": value, "c": value + 0.005})
+        lower = race._lower_bounds()
+        assert race.settled == (lower[0, 2] > -0.01)  # a stands for c once a - c is bounded above -0.01
+        assert not race.all_kept and race.alive == ["a", "c"]  # c is no configuration's stand-in: never kept
+        if race.settled:
+            settled_at = race.seen
+            break
+    # before that, a still led or c could still be shown better than a; the race would have run to the end
+    assert settled_at == 62 and race._sum[0, 2] < 0  # by then c leads
 
 
 @pytest.mark.parametrize("spread", [0.0, 0.2])
