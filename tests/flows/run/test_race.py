@@ -62,8 +62,8 @@ def examples(clusters: int) -> list[Example]:
 
 
 class FakeJobs:
-    """Round jobs whose per-example similarity is known: ``truth[setup]`` plus a fixed noise of up to ``noise`` per
-    cluster; each job's rows and metrics written where a Hydra job writes them, and read back as a race reads a
+    """Round jobs whose per-example similarity is known: ``truth[setup]`` (a number, or one per cluster: a function of
+    it) plus a fixed noise of up to ``noise`` per cluster; each job's rows and metrics written where a Hydra job writes them, and read back as a race reads a
     launcher's jobs (``outputs_of``)."""
 
     def __init__(self, folder: Path, data: list[Example], truth: dict[str, float], noise: float = 0.0):
@@ -79,7 +79,8 @@ class FakeJobs:
             clusters = {c for r in plan[first - 1:last] for c in r}
             rows = [e for e in self.data if e.cluster in clusters]
             setup = settings["setup"]
-            value = [self.truth[setup] + random.Random(f"{setup}{e.cluster}").uniform(-self.noise, self.noise)
+            truth = self.truth[setup] if callable(self.truth[setup]) else (lambda _, v=self.truth[setup]: v)
+            value = [truth(e.cluster) + random.Random(f"{setup}{e.cluster}").uniform(-self.noise, self.noise)
                      for e in rows]
             out = self.folder / f"{len(self.batches)}-{setup}"
             out.mkdir()
@@ -146,6 +147,30 @@ def test_with_an_indifference_zone_the_leader_stands_for_those_within_it_and_the
     table = race_table(outcome).set_index("configuration")
     assert table.loc[other, "dropped_as"] == "within" and table.loc["setup=random", "dropped_as"] == "worse"
     assert outcome_tags(outcome, other)["opi.race.against"].endswith("dropped as within race.indifference=0.02")
+
+
+def test_a_race_stops_once_a_leader_that_overtook_a_kept_configuration_is_shown_within_the_zone_of_it(tmp_path):
+    data = examples(40)
+    first = set(rounds_of(data, 8, 0)[0])  # round 1's clusters (5)
+    swinging = {c: 0.45 + 0.1 * (i % 2) for i, c in enumerate(sorted(first))}  # 0.45, 0.55, ...: mean 0.49
+
+    def tfidf(cluster: str) -> float:  # far spread in round 1, then 0.005 ahead of knn and bm25 on every cluster
+        return swinging.get(cluster, 0.505)
+
+    fake = FakeJobs(tmp_path, data, {"knn": 0.5, "bm25": 0.5, "tfidf": tfidf})
+    outcome = RaceRun([["setup=knn"], ["setup=bm25"], ["setup=tfidf"]],
+                      config("sweep.strategy=race", "race.metric=bertsim", "race.rounds=8", "race.min_clusters=5",
+                             "race.margin=0", "race.indifference=0.02"), data, fake).run()
+    # round 1: knn leads (bm25 equal, tfidf 0.01 behind in a wide spread) and drops bm25 as within 0.02: knn is kept,
+    # never dropped. tfidf then overtakes it, not by enough to be shown better; once knn is shown no worse than tfidf
+    # by more than 0.02 (after round 5), knn stands for it too and the race stops. Before, it ran to the data's end:
+    # tfidf could drop no one, and nothing could drop it
+    assert [e["configuration"] for e in outcome["eliminated"]] == ["setup=bm25"]
+    assert outcome["survivors"] == ["setup=knn", "setup=tfidf"] and outcome["leader"] == "setup=tfidf"
+    assert outcome["stopped"] == ("no survivor could be dropped any more: each of the 2 left stands for those "
+                                  "within race.indifference=0.02 of it, is shown within it of one that does, or is "
+                                  "shown better than all the others")
+    assert len(fake.batches) == 5
 
 
 def test_survivors_within_the_margin_are_a_tie_and_the_race_stops(tmp_path):
