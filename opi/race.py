@@ -141,10 +141,10 @@ class Race:
 
     @property
     def settled(self) -> bool:
-        """Racing on could drop no survivor but through the bounds failing: each one left is kept (it stands for
-        some within ``indifference``), is shown within ``indifference`` of a kept survivor (that one stands for it
-        too: what is dropped as within it can only be), or is shown better than every other survivor (a kept one
-        is never dropped, and nothing else is left to drop it)."""
+        """Racing on would change nothing the survivors guarantee: each one left is kept (it stands for some
+        within ``indifference``), is shown within ``indifference`` of a kept survivor (which then stands for it
+        too), or is shown better than every other survivor (a kept one is never dropped, and nothing else is left
+        that could drop it). Only a covered survivor could still go, dropped as within by a leader."""
         alive = np.flatnonzero(self._alive)
         if not self._kept[alive].any():
             return False

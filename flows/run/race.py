@@ -165,9 +165,8 @@ class RaceRun:
                 zone = f"race.indifference={settings.indifference:g}"
                 self.stopped = (f"each of the {len(self.race.alive)} left stands for those within {zone} of it"
                                 if self.race.all_kept else
-                                f"no survivor could be dropped any more: each of the {len(self.race.alive)} left "
-                                f"stands for those within {zone} of it, is shown within it of one that does, or is "
-                                f"shown better than all the others")
+                                f"each of the {len(self.race.alive)} left stands for those within {zone} of it, is "
+                                f"shown within it of one that does, or is shown better than all the others")
                 break
             if self.race.tied(settings.margin):
                 self.stopped = f"the survivors were within race.margin={settings.margin:g} of each other"
