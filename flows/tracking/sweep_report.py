@@ -18,7 +18,8 @@ from flows.orchestration.hashing import content_hash
 from flows.orchestration.kept import recalled
 from flows.orchestration.files import write_atomically
 from flows.tracking.race_report import raced
-from flows.tracking.notes import NOTE, Placed, fixed_line, limited, placement_notes, ranking_table, shown_metric
+from flows.tracking.notes import (NOTE, Placed, fixed_line, limited, placement_notes, ranking_table, shown_metric,
+                                  with_interval)
 from flows.tracking.store import existing_store
 from flows.base.errors import CommandError
 from flows.tracking.sweeps import (DESCRIPTION, child_predictions, children, description, display_names, find_sweep,
@@ -39,12 +40,43 @@ VIEW_TAG = "mlflow.sharedViewState."  # + key: a runs view MLflow's UI opens at 
 
 def comparison_table(runs: list, names: dict[str, str], ranked: bool = True) -> pd.DataFrame:
     """The children's headline metrics by their short ``names`` (and full description), best first
-    (``ranked``), else in run order."""
+    (``ranked``), else in run order. In a race, a ``race`` column says how each ended, and the ones it eliminated
+    come after the rest: they ran on fewer examples, so their values do not compare with the survivors'."""
+    race = any(RACE_TAG in run.data.tags for run in runs)
     table = pd.DataFrame([{"configuration": names[run.info.run_id], "description": description(run),
+                           **({"race": race_outcome(run)} if race else {}),
                            **{c: run.data.metrics.get(c) for c in COLUMNS if c in run.data.metrics}} for run in runs])
     if table.empty or not ranked:
         return table
-    return table.sort_values(ranked_metric(table), ascending=False).reset_index(drop=True)
+    order = [ranked_metric(table)]
+    if race:
+        table["eliminated"] = table["race"].str.startswith("eliminated")
+        order = ["eliminated", *order]
+    table = table.sort_values(order, ascending=[True] * (len(order) - 1) + [False], kind="stable")
+    return table.drop(columns="eliminated", errors="ignore").reset_index(drop=True)
+
+
+def eliminated(run) -> bool:
+    return run.data.tags.get(RACE_TAG) == "eliminated"
+
+
+def race_outcome(run) -> str:
+    """How a configuration ended in its sweep's race: survivor, bound, or eliminated after round r of R."""
+    outcome = run.data.tags.get(RACE_TAG, "")
+    rounds = run.data.tags.get("opi.race.rounds_run")
+    return f"eliminated after round {rounds}" if outcome == "eliminated" and rounds else outcome
+
+
+def eliminated_note(run, metric: str) -> str:
+    """An eliminated configuration's one line: when it was dropped, its value on the examples it ran, and against
+    whom, not a place among the survivors."""
+    metrics = run.data.metrics
+    shown = ("" if metric not in metrics else f": {shown_metric(metric)} "
+             f"{with_interval(metrics[metric], metrics.get(f'{metric}_ci_low'), metrics.get(f'{metric}_ci_high'))}"
+             f" on the examples of those rounds")
+    against = run.data.tags.get("opi.race.against")
+    return (f"{race_outcome(run)} of the race, so not ranked with the survivors{shown}"
+            f"{f'; against {against}' if against else ''} (the race table: the parent run's race/race.md)")
 
 
 def ranked_metric(table) -> str:
@@ -98,11 +130,17 @@ def describe_ranking(client: MlflowClient, parent_run_id: str, runs: list, names
                      fixed: dict[str, str], metric: str) -> None:
     """Before the report (or without one): each child's place and the parent's ranking table, from the values
     and intervals the children logged."""
-    ranking = ranking_of_runs(runs, names, metric)
+    ranking = ranking_of_runs([run for run in runs if not eliminated(run)], names, metric)
     for run_id, line in placement_notes(ranking, metric).items():
         client.set_tag(run_id, NOTE, line)
+    for run in filter(eliminated, runs):
+        client.set_tag(run.info.run_id, NOTE, eliminated_note(run, metric))
     level = runs[0].data.params.get("report.confidence", "0.95")
-    text = (f"**{len(ranking)} configurations ranked by {shown_metric(metric)}** ({fixed_line(fixed)}); values with "
+    dropped = sum(map(eliminated, runs))
+    race = (f"; not ranked: the {dropped} the race eliminated, which ran on fewer examples (the race table: "
+            f"race/race.md)" if dropped else "")
+    text = (f"**{len(ranking)} configurations ranked by {shown_metric(metric)}** ({fixed_line(fixed)}{race}); "
+            f"values with "
             f"their {float(level):.0%} bootstrap intervals, not yet tested against each other: the sweep report "
             f"does (`opi-report --sweep {parent_run_id}`).\n\n{ranking_table(ranking, logged_intervals(runs), metric)}")
     client.set_tag(parent_run_id, NOTE, limited(text))
@@ -137,7 +175,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
         (Path(folder) / "comparison.txt").write_text(table.to_string(index=False, float_format="%.4f"))
         client.log_artifacts(parent_run_id, folder)
     client.log_metric(parent_run_id, "configurations", len(table))
-    shown = [c for c in ("configuration", BERTSIM, LRCR, OPI_1) if c in table]
+    shown = [c for c in ("configuration", "race", BERTSIM, LRCR, OPI_1) if c in table]
     if clash:
         client.set_tag(parent_run_id, "opi.ranked_by", "none: different yardsticks")
         client.set_tag(parent_run_id, NOTE, limited(f"**Not ranked**: {clash}"))
@@ -150,15 +188,18 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
     describe_ranking(client, parent_run_id, runs, names, fixed, ranked_by)
     share_view(client, parent_run_id, ranked_by)
     shown += ["lrcr_calibrated", "opi_1_calibrated"] if ranked_by == "opi_1_calibrated" else []
-    log.info("sweep of %d configurations (%s), ranked by %s:\n%s", len(table), fixed_line(fixed),
-             shown_metric(ranked_by), table[shown].to_string(index=False, float_format="%.4f"))
+    race = (" (the race's eliminated last: on fewer examples, not comparable)"
+            if "race" in table and table["race"].str.startswith("eliminated").any() else "")
+    log.info("sweep of %d configurations (%s), ranked by %s%s:\n%s", len(table), fixed_line(fixed),
+             shown_metric(ranked_by), race, table[shown].to_string(index=False, float_format="%.4f"))
 
 
 def sweep_configurations(client: MlflowClient, parent_run_id: str, settings: ReportSettings,
-                         runs: list | None = None) -> tuple[list[Configuration], list[str], ReportSettings]:
+                         runs: list | None = None, eliminated: int = 0
+                         ) -> tuple[list[Configuration], list[str], ReportSettings]:
     """The children (``runs``, if already found) as the report reads them, by their short names, the sweep's label
     set, and the settings completed from the runs (the parts they share, where gold relations came from; why the
-    sweep is incomplete, if it is)."""
+    sweep is incomplete, if it is; ``eliminated``: how many its race dropped, left out of ``runs`` by design)."""
     every = children(client, parent_run_id) if runs is None else runs
     clash = yardstick_clash(every, parent_run_id)  # before any download
     if clash:
@@ -174,7 +215,7 @@ def sweep_configurations(client: MlflowClient, parent_run_id: str, settings: Rep
         settings = dataclasses.replace(settings, gold_source=first_child.data.tags.get("gold_relation_source"))
     if settings.scope is None:
         settings = dataclasses.replace(settings, scope=first_child.data.params.get("retrieval.scope", "article"))
-    incomplete = sweep_incomplete(client.get_run(parent_run_id), len(found))
+    incomplete = sweep_incomplete(client.get_run(parent_run_id), len(found), eliminated)
     if incomplete:
         log.warning("sweep %s: %s", parent_run_id, incomplete)
         settings = dataclasses.replace(settings, incomplete=incomplete)
@@ -237,9 +278,10 @@ def log_sweep_report(client: MlflowClient, parent_run_id: str, settings: ReportS
     verdict and ranking the runs' descriptions."""
     # a race's eliminated configurations ran on fewer examples: its report compares the survivors and the bounds (the
     # race table shows the rest, flows.tracking.race_report)
-    runs = [run for run in children(client, parent_run_id)
-            if run.data.tags.get(RACE_TAG, "survivor") in ("survivor", "bound")]
-    configurations, relations, settings = sweep_configurations(client, parent_run_id, settings, runs)
+    every = children(client, parent_run_id)
+    runs = [run for run in every if run.data.tags.get(RACE_TAG, "survivor") in ("survivor", "bound")]
+    configurations, relations, settings = sweep_configurations(client, parent_run_id, settings, runs,
+                                                               sum(map(eliminated, every)))
     if not configurations:
         log.warning("sweep %s: no child run has predictions, no report", parent_run_id)
         return None

@@ -134,13 +134,14 @@ def sweep_settings(client: MlflowClient, parent: str) -> dict[str, str]:
     return dict(runs[0].data.params) if runs else {}
 
 
-def sweep_incomplete(parent, found: int) -> str | None:
-    """Why a sweep's report covers fewer configurations than the sweep planned (killed, failed, jobs missing)."""
+def sweep_incomplete(parent, found: int, eliminated: int = 0) -> str | None:
+    """Why a sweep's report covers fewer configurations than the sweep planned (killed, failed, jobs missing);
+    ``eliminated``: those its race dropped, which the report leaves out by design (the race table has them)."""
     planned = parent.data.tags.get("opi.planned_configurations")
     of = f" of {planned}" if planned else ""
     if parent.info.status in ("KILLED", "FAILED"):
         return (f"it ended {parent.info.status} before it finished; {found}{of} configurations have results and "
                 "this report covers only those (run the same command again to finish it)")
-    if planned and found < int(planned):
+    if planned and found + eliminated < int(planned):
         return f"only {found}{of} configurations have results; this report covers only those"
     return None

@@ -79,6 +79,30 @@ def test_the_summary_renames_the_children_and_describes_the_ranking(logged_sweep
     assert view["orderByKey"] == "metrics.`opi_1`" and "metrics.`opi_1_ci_low`" in view["selectedColumns"]
 
 
+def test_a_race_s_eliminated_children_are_not_placed_among_the_survivors(logged_sweep):
+    client, parent, logged = logged_sweep
+    by_k = {(identity.setup, k): run_id for run_id, (identity, k, _) in logged.items()}
+    for key, outcome in (((("kNN", 2), "eliminated")), (("kNN", 4), "survivor"), (("BM25", 4), "survivor"),
+                         (("Random", 4), "bound")):
+        client.set_tag(by_k[key], "opi.race.outcome", outcome)
+    client.set_tag(by_k["kNN", 2], "opi.race.rounds_run", "3 of 10")
+    client.set_tag(by_k["kNN", 2], "opi.race.against", "kNN k=4: -0.0400 [-0.0700, -0.0100]")
+    log_sweep_summary(client, parent)
+    found = {run.info.run_id: run.data.tags[NOTE] for run in children(client, parent)}
+    assert found[by_k["kNN", 4]].startswith("1st of 2 by OPI-1")
+    assert found[by_k["BM25", 4]].startswith("2nd of 2 by OPI-1")
+    assert found[by_k["kNN", 2]] == ("eliminated after round 3 of 10 of the race, so not ranked with the survivors: "
+                                     f"OPI-1 {with_interval(0.31, 0.27, 0.34)} on the examples of those rounds; "
+                                     "against kNN k=4: -0.0400 [-0.0700, -0.0100] (the race table: the parent "
+                                     "run's race/race.md)")
+    note = client.get_run(parent).data.tags[NOTE]
+    assert note.startswith("**3 configurations ranked by OPI-1** (reader extractive, classifier local-clf, data "
+                           "deeplogic-v2; not ranked: the 1 the race eliminated, which ran on fewer examples "
+                           "(the race table: race/race.md)); values with")
+    rows = [line for line in note.splitlines() if line.startswith("|")][2:]
+    assert [row.split("|")[2].strip() for row in rows] == ["kNN k=4", "BM25", "Random"]
+
+
 def test_a_summary_run_twice_changes_nothing(logged_sweep):
     client, parent, _ = logged_sweep
     log_sweep_summary(client, parent)
@@ -191,6 +215,22 @@ def test_the_comparison_table_is_best_first_with_the_headline_columns_only():
     assert pd.isna(table.loc[1, "bertsim"])  # a run without it: empty, not zero
     assert list(comparison_table(runs, names, ranked=False)["configuration"]) == ["kNN", "BM25", "Random"]
     assert comparison_table([], {}).empty
+
+
+def test_a_race_s_comparison_table_says_how_each_ended_and_puts_the_eliminated_last():
+    race = {"opi.race.outcome": "eliminated", "opi.race.rounds_run": "2 of 10"}
+    runs = [run("a", KNN, {"opi_1": 0.30}, tags={"opi.race.outcome": "survivor"}),
+            run("b", BM25, {"opi_1": 0.45}, tags=race),  # higher, on the 2 rounds' examples only
+            run("c", "Random", {"opi_1": 0.05}, tags={"opi.race.outcome": "bound"}),
+            run("d", "SVM", {"opi_1": 0.35}, tags={"opi.race.outcome": "survivor"}),
+            run("e", "EDI", {"opi_1": 0.20}, tags={**race, "opi.race.rounds_run": "1 of 10"})]
+    names = {"a": "kNN", "b": "BM25", "c": "Random", "d": "SVM", "e": "EDI"}
+    table = comparison_table(runs, names)
+    assert list(table["configuration"]) == ["SVM", "kNN", "Random", "BM25", "EDI"]
+    assert list(table["race"]) == ["survivor", "survivor", "bound", "eliminated after round 2 of 10",
+                                   "eliminated after round 1 of 10"]
+    assert list(table.columns) == ["configuration", "description", "race", "opi_1"]
+    assert "race" not in comparison_table([run("a", KNN, {"opi_1": 0.3})], {"a": "kNN"})  # a grid
 
 
 def test_a_sweep_is_ranked_by_calibrated_opi_then_opi_then_bertsim():

@@ -20,6 +20,9 @@ def test_why_a_sweep_is_incomplete():
                                                               "report covers only those")
     assert sweep_incomplete(parent("KILLED", "13"), 4).startswith("it ended KILLED before it finished; 4 of 13")
     assert sweep_incomplete(parent("FINISHED", None), 4) is None
+    # a race's report leaves out those it eliminated, by design: only what is missing besides them is said
+    assert sweep_incomplete(parent("FINISHED", "13"), 4, eliminated=9) is None
+    assert sweep_incomplete(parent("FINISHED", "13"), 4, eliminated=8).startswith("only 4 of 13 configurations")
 
 
 def test_a_store_without_the_experiment_or_a_sweep_is_one_line(tmp_path):
