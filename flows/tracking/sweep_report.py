@@ -146,15 +146,16 @@ def describe_ranking(client: MlflowClient, parent_run_id: str, runs: list, names
     client.set_tag(parent_run_id, NOTE, limited(text))
 
 
-def share_view(client: MlflowClient, parent_run_id: str, metric: str | None) -> None:
+def share_view(client: MlflowClient, parent_run_id: str, metric: str | None, raced: bool = False) -> None:
     """The sweep's runs view, saved as MLflow's UI saves a shared view (key: the parent run id): its children, best
     first by ``metric`` (None: not ranked), the headline columns, every child in the charts (not MLflow's first
-    10)."""
+    10); in a race (``raced``) first how each ended and the rounds it ran (the eliminated ran on fewer examples)."""
     ranked = [metric, f"{metric}_ci_low", f"{metric}_ci_high"] if metric else []
     others = () if metric == BERTSIM else (OPI_1, BERTSIM, LRCR)  # bertsim: no gold relations, no others
     columns = [*ranked, *(m for m in others if m not in ranked)]
+    race = [f"tags.`{tag}`" for tag in (RACE_TAG, "opi.race.rounds_run")] if raced else []
     state = {"searchFilter": f"tags.mlflow.parentRunId = '{parent_run_id}'", "runsHiddenMode": "SHOW_ALL",
-             "selectedColumns": [f"metrics.`{c}`" for c in columns],
+             "selectedColumns": [*race, *(f"metrics.`{c}`" for c in columns)],
              **({"orderByKey": f"metrics.`{metric}`", "orderByAsc": False} if metric else {})}
     client.set_experiment_tag(client.get_run(parent_run_id).info.experiment_id, VIEW_TAG + parent_run_id,
                               json.dumps(state))
@@ -186,7 +187,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
     ranked_by = ranked_metric(table)
     client.set_tag(parent_run_id, "opi.ranked_by", ranked_by)
     describe_ranking(client, parent_run_id, runs, names, fixed, ranked_by)
-    share_view(client, parent_run_id, ranked_by)
+    share_view(client, parent_run_id, ranked_by, "race" in table)
     shown += ["lrcr_calibrated", "opi_1_calibrated"] if ranked_by == "opi_1_calibrated" else []
     race = (" (the race's eliminated last: on fewer examples, not comparable)"
             if "race" in table and table["race"].str.startswith("eliminated").any() else "")

@@ -101,6 +101,8 @@ def test_a_race_s_eliminated_children_are_not_placed_among_the_survivors(logged_
                            "(the race table: race/race.md)); values with")
     rows = [line for line in note.splitlines() if line.startswith("|")][2:]
     assert [row.split("|")[2].strip() for row in rows] == ["kNN k=4", "BM25", "Random"]
+    view = json.loads(client.get_experiment(client.get_run(parent).info.experiment_id).tags[VIEW_TAG + parent])
+    assert view["selectedColumns"][:3] == ["tags.`opi.race.outcome`", "tags.`opi.race.rounds_run`", "metrics.`opi_1`"]
 
 
 def test_a_summary_run_twice_changes_nothing(logged_sweep):
