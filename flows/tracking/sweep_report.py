@@ -140,9 +140,9 @@ def describe_ranking(client: MlflowClient, parent_run_id: str, runs: list, names
     race = (f"; not ranked: the {dropped} the race eliminated, which ran on fewer examples (the race table: "
             f"race/race.md)" if dropped else "")
     text = (f"**{len(ranking)} configurations ranked by {shown_metric(metric)}** ({fixed_line(fixed)}{race}); "
-            f"values with "
-            f"their {float(level):.0%} bootstrap intervals, not yet tested against each other: the sweep report "
-            f"does (`opi-report --sweep {parent_run_id}`).\n\n{ranking_table(ranking, logged_intervals(runs), metric)}")
+            f"values with their {float(level):.0%} bootstrap intervals, not yet tested against each other: the sweep "
+            f"report does (`opi-report --sweep {parent_run_id}`).\n\n"
+            f"{ranking_table(ranking, logged_intervals(runs), metric)}")
     client.set_tag(parent_run_id, NOTE, limited(text))
 
 
