@@ -115,8 +115,9 @@ def round_texts(config: OPIConfig) -> list[str]:
     data = load_data(config)
     articles = MEMORY.get("chunked articles", articles_key(config, data))
     if articles is None:
-        articles = prepare_articles(sorted({e.context for e in data.examples}), config.chunking.size, config.chunking.overlap, config.chunking.length,
-                                    config.sentences.language, store=store_at(config.paths.embedding_store))
+        articles = prepare_articles(sorted({e.context for e in data.examples}), config.chunking.size,
+                                    config.chunking.overlap, config.chunking.length, config.sentences.language,
+                                    store=store_at(config.paths.embedding_store))
     _, indexes = indexes_of(data.examples, articles)
     chunks = dict.fromkeys(chunk.text for index in indexes.values() for chunk in index.chunks)
     return [*dict.fromkeys(example.question for example in data.examples), *chunks]

@@ -162,11 +162,10 @@ class RaceRun:
                 self.stopped = "one configuration was left"
                 break
             if self.race.settled:
-                zone = f"race.indifference={settings.indifference:g}"
-                self.stopped = (f"each of the {len(self.race.alive)} left stands for those within {zone} of it"
-                                if self.race.all_kept else
-                                f"each of the {len(self.race.alive)} left stands for those within {zone} of it, is "
-                                f"shown within it of one that does, or is shown better than all the others")
+                covered = "" if self.race.all_kept else (", is shown within it of one that does, or is shown "
+                                                         "better than all the others")
+                self.stopped = (f"each of the {len(self.race.alive)} left stands for those within "
+                                f"race.indifference={settings.indifference:g} of it{covered}")
                 break
             if self.race.tied(settings.margin):
                 self.stopped = f"the survivors were within race.margin={settings.margin:g} of each other"

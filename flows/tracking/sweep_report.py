@@ -48,12 +48,9 @@ def comparison_table(runs: list, names: dict[str, str], ranked: bool = True) -> 
                            **{c: run.data.metrics.get(c) for c in COLUMNS if c in run.data.metrics}} for run in runs])
     if table.empty or not ranked:
         return table
-    order = [ranked_metric(table)]
-    if race:
-        table["eliminated"] = table["race"].str.startswith("eliminated")
-        order = ["eliminated", *order]
-    table = table.sort_values(order, ascending=[True] * (len(order) - 1) + [False], kind="stable")
-    return table.drop(columns="eliminated", errors="ignore").reset_index(drop=True)
+    table["eliminated"] = [eliminated(run) for run in runs]  # False for every run of a grid
+    table = table.sort_values(["eliminated", ranked_metric(table)], ascending=[True, False], kind="stable")
+    return table.drop(columns="eliminated").reset_index(drop=True)
 
 
 def eliminated(run) -> bool:
@@ -189,8 +186,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
     describe_ranking(client, parent_run_id, runs, names, fixed, ranked_by)
     share_view(client, parent_run_id, ranked_by, "race" in table)
     shown += ["lrcr_calibrated", "opi_1_calibrated"] if ranked_by == "opi_1_calibrated" else []
-    race = (" (the race's eliminated last: on fewer examples, not comparable)"
-            if "race" in table and table["race"].str.startswith("eliminated").any() else "")
+    race = " (the race's eliminated last: on fewer examples, not comparable)" if any(map(eliminated, runs)) else ""
     log.info("sweep of %d configurations (%s), ranked by %s%s:\n%s", len(table), fixed_line(fixed),
              shown_metric(ranked_by), race, table[shown].to_string(index=False, float_format="%.4f"))
 
