@@ -318,6 +318,7 @@ class OrchestrationConfig:
 # tag's value at most 8,000 (a longer one is cut silently: a label that no longer finds its runs)
 MAX_EXPERIMENT_NAME = 500
 MAX_TAG_VALUE = 8000
+TRACKING_SERVERS = ("http://", "https://", "databricks")  # tracking URIs whose server keeps the artifacts
 CLASSIFIER_EXPERIMENT_SUFFIX = "-classifier"  # opi-train-classifier's runs: experiment <tracking.experiment>-classifier
 
 
@@ -325,7 +326,9 @@ CLASSIFIER_EXPERIMENT_SUFFIX = "-classifier"  # opi-train-classifier's runs: exp
 class TrackingConfig:
     enabled: bool = True
     tracking_uri: str = "sqlite:///mlruns/mlflow.db"
-    artifact_location: str = "mlruns/artifacts"
+    # where a new experiment's artifacts go: a folder or a URI; unset: mlruns/artifacts beside a local store, and a
+    # tracking server's own (its --artifacts-destination) with an http(s) tracking_uri
+    artifact_location: Optional[str] = None
     experiment: str = "opi"
     label: Optional[str] = None  # tag opi.label on the sweep's parent and child runs (opi-nightly finds its runs by it)
     # per-example MLflow traces of each configuration run: all | N (a sample stratified by relation, the same
@@ -334,6 +337,12 @@ class TrackingConfig:
     # which metrics a configuration run logs to MLflow: headline (the headline metrics with their intervals, cost,
     # time and cache counts; everything in its metrics.json artifact) | full (every per-relation and per-k value too)
     detail: str = "headline"
+
+    def artifacts(self) -> str | None:
+        """Where a new experiment's artifacts go; None: where the tracking server puts them."""
+        if self.artifact_location:
+            return self.artifact_location
+        return None if self.tracking_uri.startswith(TRACKING_SERVERS) else "mlruns/artifacts"
 
     def __post_init__(self):
         _require(self.detail in ("headline", "full"), f"tracking.detail: headline or full, got {self.detail!r}")

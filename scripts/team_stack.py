@@ -33,8 +33,20 @@ STATE = "stack.json"
 
 def free_port(host: str) -> int:
     with socket.socket() as s:
-        s.bind((host, 0))
+        try:
+            s.bind((host, 0))
+        except OSError as err:
+            raise SystemExit(f"cannot listen on --host {host}: {err.strerror or err}") from None
         return s.getsockname()[1]
+
+
+def log_tail(log: Path, lines: int = 5) -> str:
+    """The last lines of a server's log, for the one line that says why it stopped."""
+    try:
+        kept = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()][-lines:]
+    except OSError:
+        return f"(no log at {log})"
+    return f"{log}: ... " + " | ".join(kept)
 
 
 def postgres_bin() -> Path:
@@ -49,24 +61,26 @@ def as_database_user(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
 
 
-def run(command: list[str], **kwargs) -> None:
+def run(command: list[str], log: Path | None = None, **kwargs) -> None:
     done = subprocess.run(command, capture_output=True, text=True, **kwargs)
     if done.returncode:
-        raise SystemExit(f"{' '.join(command[:4])} ... failed ({done.returncode}): {(done.stderr or done.stdout)[-800:]}")
+        said = " ".join((done.stderr or done.stdout).split())[-800:]
+        raise SystemExit(f"{' '.join(command[:4])} ... failed ({done.returncode}): {said}"
+                         + (f"; its log {log_tail(log)}" if log is not None else ""))
 
 
-def wait_http(url: str, seconds: float, what: str, process: subprocess.Popen | None = None) -> None:
+def wait_http(url: str, seconds: float, what: str, process: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise SystemExit(f"{what} exited ({process.returncode}): see its log")
+        if process.poll() is not None:
+            raise SystemExit(f"{what} stopped at its start (exit code {process.returncode}); {log_tail(log)}")
         try:
             with urllib.request.urlopen(url, timeout=2) as reply:
                 if reply.status == 200:
                     return
         except OSError:
             time.sleep(0.5)
-    raise SystemExit(f"{what} did not answer {url} within {seconds:.0f} s: see its log")
+    raise SystemExit(f"{what} did not answer {url} within {seconds:.0f} s; {log_tail(log)}")
 
 
 def detached(command: list[str], log: Path, env: dict) -> subprocess.Popen:
@@ -92,18 +106,24 @@ def database_folder(folder: Path) -> Path:
     return data
 
 
+def running(folder: Path) -> bool:
+    """Whether a stack started from ``folder`` still has a process alive."""
+    path = folder / STATE
+    return path.exists() and any(alive(pid) for pid in json.loads(path.read_text())["pids"])
+
+
 def up(folder: Path, host: str) -> dict:
-    if (folder / STATE).exists() and any(alive(pid) for pid in json.loads((folder / STATE).read_text())["pids"]):
-        raise SystemExit(f"a stack is already running from {folder}: `down` first")
+    port = free_port(host)  # the host is usable before anything is made
     folder.mkdir(parents=True, exist_ok=True)
     binaries, data = postgres_bin(), database_folder(folder)
     state: dict = {"host": host, "pids": [], "folder": str(folder.resolve())}
     if not (data / "PG_VERSION").exists():
         run(as_database_user([str(binaries / "initdb"), "-D", str(data), "-U", "opi", "--auth=trust", "-E", "UTF8"]))
-    state["postgres_port"] = port = free_port(host)
+    state["postgres_port"] = port
     run(as_database_user([str(binaries / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log"), "-w", "-o",
-                          f"-p {port} -k {data} -c listen_addresses={host}", "start"]))
+                          f"-p {port} -k {data} -c listen_addresses={host}", "start"]), log=data / "server.log")
     state["postgres_data"] = str(data)
+    (folder / STATE).write_text(json.dumps(state))  # from here on, `down` stops what started
     created = subprocess.run([str(binaries / "createdb"), "-h", host, "-p", str(port), "-U", "opi", "mlflow"],
                              capture_output=True, text=True)
     if created.returncode and "already exists" not in created.stderr:
@@ -122,9 +142,10 @@ def up(folder: Path, host: str) -> dict:
     prefect = detached([sys.executable, "-m", "prefect", "server", "start", "--host", host, "--port",
                         str(prefect_port)], folder / "prefect-server.log", prefect_env)
     state["pids"].append(prefect.pid)
-    (folder / STATE).write_text(json.dumps(state))  # from here on, `down` stops what started
-    wait_http(f"http://{host}:{mlflow_port}/health", 120, "the MLflow server", mlflow)
-    wait_http(f"http://{host}:{prefect_port}/api/health", 120, "the Prefect server", prefect)
+    (folder / STATE).write_text(json.dumps(state))
+    wait_http(f"http://{host}:{mlflow_port}/health", 120, "the MLflow server", mlflow, folder / "mlflow.log")
+    wait_http(f"http://{host}:{prefect_port}/api/health", 120, "the Prefect server", prefect,
+              folder / "prefect-server.log")
     api = {**prefect_env, "PREFECT_API_URL": f"http://{host}:{prefect_port}/api"}
     pool = subprocess.run([sys.executable, "-m", "prefect", "work-pool", "create", POOL, "--type", "process"],
                           capture_output=True, text=True, env=api)
@@ -159,10 +180,14 @@ def alive(pid: int) -> bool:
         return False
 
 
-def down(folder: Path, purge: bool) -> list[str]:
+def down(folder: Path, purge: bool) -> list[str] | None:
+    """Stops what ``up`` started (None: nothing had started), and with ``purge`` deletes the folder and the
+    cluster's files; returns what had to be killed."""
     path = folder / STATE
     if not path.exists():
-        return []
+        if purge:
+            remove(folder)
+        return None
     state = json.loads(path.read_text())
     left = []
     for pid in reversed(state["pids"]):  # the worker first, then the servers
@@ -183,10 +208,15 @@ def down(folder: Path, purge: bool) -> list[str]:
                               "stop"]))
     path.unlink()
     if purge:
-        if (folder / "postgres.path").exists():
-            shutil.rmtree(Path((folder / "postgres.path").read_text()), ignore_errors=True)
-        shutil.rmtree(folder, ignore_errors=True)
+        remove(folder)
     return left
+
+
+def remove(folder: Path) -> None:
+    """The stack's folder and, as root, the cluster's files it names."""
+    if (folder / "postgres.path").exists():
+        shutil.rmtree(Path((folder / "postgres.path").read_text()), ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def status(folder: Path) -> dict:
@@ -218,6 +248,8 @@ def main() -> None:
     parser.add_argument("--purge", action="store_true", help="down: also delete the folder (databases, artifacts)")
     args = parser.parse_args()
     if args.command == "up":
+        if running(args.folder):  # before the try: a failed start stops what it started, never a running stack
+            raise SystemExit(f"a stack is already running from {args.folder}: `down` first (`status` says what runs)")
         try:
             state = up(args.folder, args.host)
         except BaseException:
@@ -229,8 +261,12 @@ def main() -> None:
         print(f"then: opi-eval tracking.tracking_uri={state['settings']['tracking.tracking_uri']} "
               f"paths.cache_dir={state['settings']['paths.cache_dir']} ...")
     elif args.command == "down":
+        purged = " and its folder deleted" if args.purge else ""
         left = down(args.folder, args.purge)
-        print("the team stack is down" + (f" ({'; '.join(left)})" if left else ""))
+        if left is None:
+            print(f"no team stack was running from {args.folder}{'; its folder deleted' if args.purge else ''}")
+        else:
+            print(f"the team stack is down{purged}" + (f" ({'; '.join(left)})" if left else ""))
     else:
         print(json.dumps(status(args.folder), indent=2))
 

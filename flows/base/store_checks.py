@@ -158,7 +158,7 @@ def check_stores(config: OPIConfig) -> None:
         intact_sqlite(Path(uri.removeprefix("sqlite:///")), "tracking.tracking_uri", MLFLOW_FIX)
     elif uri.startswith("file:") or "://" not in uri:
         writable_folder(Path(uri.removeprefix("file://").removeprefix("file:")), "tracking.tracking_uri")
-    location = config.tracking.artifact_location
+    location = config.tracking.artifacts()
     if location and "://" not in location:
         writable_folder(Path(location), "tracking.artifact_location")
 
@@ -174,8 +174,9 @@ def places(config: OPIConfig) -> dict[str, tuple[Path, str]]:
             found["tracking.tracking_uri"] = (Path(uri.removeprefix("sqlite:///")), "file")
         elif uri.startswith("file:") or "://" not in uri:
             found["tracking.tracking_uri"] = (Path(uri.removeprefix("file://").removeprefix("file:")), "folder")
-        if config.tracking.artifact_location and "://" not in config.tracking.artifact_location:
-            found["tracking.artifact_location"] = (Path(config.tracking.artifact_location), "folder")
+        location = config.tracking.artifacts()
+        if location and "://" not in location:
+            found["tracking.artifact_location"] = (Path(location), "folder")
     return {setting: (path.expanduser().resolve(), kind) for setting, (path, kind) in found.items()}
 
 

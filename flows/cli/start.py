@@ -45,6 +45,7 @@ QUIET = {
     "PREFECT_LOGGING_LOGGERS_PREFECT_TASK_RUNS_LEVEL": "CRITICAL",
     "MLFLOW_LOGGING_LEVEL": "WARNING",  # "Creating initial MLflow database tables..."
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # "View run ... at" per run, with a tracking server
     "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # also silences transformers' "Loading weights" bar
     "TRANSFORMERS_VERBOSITY": "error",
 }

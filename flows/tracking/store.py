@@ -131,9 +131,8 @@ def open_experiment(tracking: TrackingConfig, experiment: str | None = None) -> 
         client = MlflowClient(tracking.tracking_uri)
         found = client.get_experiment_by_name(name)
         if found is None:
-            location = Path(tracking.artifact_location).resolve()
-            location.mkdir(parents=True, exist_ok=True)
-            experiment_id = client.create_experiment(name, artifact_location=location.as_uri(), tags=EXPERIMENT_TAGS)
+            experiment_id = client.create_experiment(name, artifact_location=artifact_uri(tracking),
+                                                     tags=EXPERIMENT_TAGS)
         else:
             experiment_id = found.experiment_id
             if found.tags.get(KIND_TAG, EARLIER_KIND) == EARLIER_KIND:
@@ -143,6 +142,15 @@ def open_experiment(tracking: TrackingConfig, experiment: str | None = None) -> 
     return client, experiment_id
 
 
+def artifact_uri(tracking: TrackingConfig) -> str | None:
+    """A new experiment's artifact location: a folder made and given as a file URI, a URI as it is, or None for a
+    tracking server's own (``--artifacts-destination``, served through it to every machine of the team)."""
+    location = tracking.artifacts()
+    if location is None or "://" in location:
+        return location
+    folder = Path(location).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder.as_uri()
 
 
 def fail_orphans(client: MlflowClient, experiment_id: str) -> None:

@@ -41,7 +41,7 @@ def stores(folder, **settings):
                 "artifact_location": f"{folder}/mlruns/artifacts"}
     for key, value in settings.items():
         (paths if key in paths else tracking)[key] = value
-    return SimpleNamespace(paths=SimpleNamespace(**paths), tracking=SimpleNamespace(**tracking))
+    return SimpleNamespace(paths=SimpleNamespace(**paths), tracking=TrackingConfig(**tracking))
 
 
 def held(path, seconds: float) -> threading.Thread:

@@ -12,16 +12,40 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "team_stack.py"
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+needs_postgres = pytest.mark.skipif(
     not (shutil.which("pg_ctl") or list(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))),
-    reason="PostgreSQL's server programs are not installed (apt-get install postgresql)")]
+    reason="PostgreSQL's server programs are not installed (apt-get install postgresql)")
 
 
-def stack(folder: Path, *arguments: str) -> str:
+def stack(folder: Path, *arguments: str, expect: int = 0) -> str:
     done = subprocess.run([sys.executable, str(SCRIPT), *arguments, "--folder", str(folder)], capture_output=True,
                           text=True, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return done.stdout
+    assert done.returncode == expect, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout + done.stderr
+
+
+def test_a_stack_already_up_is_left_running_and_down_with_nothing_up_says_so(tmp_path):
+    folder = tmp_path / "stack"
+    folder.mkdir()
+    keeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:  # a stack's state naming a live process: `up` again must not stop it
+        (folder / "stack.json").write_text(json.dumps({"pids": [keeper.pid], "host": "127.0.0.1"}))
+        said = stack(folder, "up", expect=1)
+        assert f"a stack is already running from {folder}: `down` first" in said
+        assert keeper.poll() is None and (folder / "stack.json").exists()
+    finally:
+        keeper.kill()
+        keeper.wait()
+    (folder / "stack.json").unlink()
+    assert stack(folder, "down").strip() == f"no team stack was running from {folder}"
+    assert stack(folder, "down", "--purge").strip() == f"no team stack was running from {folder}; its folder deleted"
+    assert not folder.exists()
+
+
+def test_a_host_it_cannot_listen_on_is_one_line_before_anything_is_made(tmp_path):
+    said = stack(tmp_path / "stack", "up", "--host", "192.0.2.1", expect=1)  # TEST-NET-1: never this machine's
+    assert said.strip() == "cannot listen on --host 192.0.2.1: Cannot assign requested address"
+    assert not (tmp_path / "stack").exists()
 
 
 def running(pids: list[int]) -> list[int]:
@@ -56,6 +80,8 @@ def descendants(pids: list[int]) -> list[int]:
     return running(sorted(found))
 
 
+@pytest.mark.slow
+@needs_postgres
 def test_the_team_stack_runs_a_sweep_with_traces_and_the_nightly_through_its_worker_then_leaves_nothing(tmp_path):
     import mlflow
     from mlflow import MlflowClient
@@ -69,6 +95,8 @@ def test_the_team_stack_runs_a_sweep_with_traces_and_the_nightly_through_its_wor
     try:
         assert f"tracking.tracking_uri={settings['tracking.tracking_uri']}" in output
         assert json.loads(stack(folder, "status"))["running"] is True
+        assert "already running" in stack(folder, "up", expect=1)
+        assert json.loads(stack(folder, "status"))["running"] is True  # a second `up` left it up
         env = {**os.environ, "PREFECT_API_URL": settings["PREFECT_API_URL"],
                "PREFECT_HOME": str(tmp_path / "prefect-client")}
         common = [f"tracking.tracking_uri={settings['tracking.tracking_uri']}",
@@ -86,6 +114,8 @@ def test_the_team_stack_runs_a_sweep_with_traces_and_the_nightly_through_its_wor
         for _, run in children.iterrows():
             assert 0 < run["metrics.bertsim"] <= 1 and run["metrics.traces_written"] == 20
             assert {a.path for a in client.list_artifacts(run["run_id"])} >= {"predictions.parquet", "metrics.json"}
+            assert run["artifact_uri"].startswith("mlflow-artifacts:")  # served by the stack, to every machine
+            assert list((folder / "artifacts").rglob(f"{run['run_id']}/artifacts/predictions.parquet"))
             traces = client.search_traces(locations=[run["experiment_id"]], run_id=run["run_id"], max_results=100)
             assert len(traces) == 20
         # the nightly, deployed from prefect.yaml and run by the stack's worker

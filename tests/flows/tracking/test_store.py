@@ -25,6 +25,20 @@ def test_the_experiment_is_created_once_with_its_kind_and_no_global_state(tmp_pa
     assert mlflow.get_tracking_uri() == before
 
 
+def test_a_new_experiments_artifacts_go_beside_a_local_store_and_to_a_tracking_servers_own(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert store.artifact_uri(TrackingConfig()) == (tmp_path / "mlruns" / "artifacts").as_uri()
+    assert (tmp_path / "mlruns" / "artifacts").is_dir()
+    for server in ("http://10.0.0.5:5000", "https://mlflow.example.org"):  # its --artifacts-destination, served
+        assert store.artifact_uri(TrackingConfig(tracking_uri=server)) is None
+        assert store.artifact_uri(TrackingConfig(tracking_uri=server, artifact_location="s3://team/opi")) == \
+            "s3://team/opi"
+    assert store.artifact_uri(TrackingConfig(tracking_uri="http://10.0.0.5:5000", artifact_location="kept")) == \
+        (tmp_path / "kept").as_uri()
+    assert store.artifact_uri(TrackingConfig(tracking_uri="postgresql://db/mlflow")) == \
+        (tmp_path / "mlruns" / "artifacts").as_uri()
+
+
 def test_an_experiment_opi_made_before_traces_is_relabelled_a_user_s_own_kind_is_not(tmp_path):
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     old = client.create_experiment("opi", tags={store.KIND_TAG: "custom_model_development"})
