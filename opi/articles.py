@@ -38,10 +38,17 @@ def prepare_articles(contexts: Sequence[str], size: int, overlap: int, length: s
 
 @dataclass(frozen=True)
 class StoreArticles:
-    """Articles whose chunks are a vector store's documents, and how many of its documents are in none of them."""
+    """Articles whose chunks are a vector store's documents, and how many of its documents are in none of them
+    (of those, how many have no text at all)."""
     articles: dict[str, Article]
     documents: int
     not_found: int
+    without_text: int = 0
+
+    @property
+    def without_documents(self) -> int:
+        """Articles none of the store's documents was found in."""
+        return sum(not article.chunks for article in self.articles.values())
 
 
 def store_articles(contexts: Sequence[str], documents: Sequence[tuple[str, str]], language: str = "en",
@@ -52,8 +59,9 @@ def store_articles(contexts: Sequence[str], documents: Sequence[tuple[str, str]]
     sentences = segmented(contexts, language, store)
     texts = list(sentences)
     locator, placed, not_found = Locator(texts), defaultdict(list), 0
+    without_text = sum(not text.strip() for _, text in documents)
     for source, text in documents:
-        place = locator.find(text)
+        place = locator.find(text) if text.strip() else None
         if place is None:
             not_found += 1
         else:
@@ -65,7 +73,7 @@ def store_articles(contexts: Sequence[str], documents: Sequence[tuple[str, str]]
                              tuple(overlapping_sentences(sentences[context], start, end)), source)
                        for idx, (start, end, source) in enumerate(sorted(placed[i])))
         articles[doc_id] = Article(doc_id, tuple(sentences[context]), chunks)
-    return StoreArticles(articles, len(documents), not_found)
+    return StoreArticles(articles, len(documents), not_found, without_text)
 
 
 def segmented(contexts: Sequence[str], language: str, store: EmbeddingStore | None) -> dict[str, list[Sentence]]:

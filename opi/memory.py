@@ -81,6 +81,10 @@ class Memory:
         with self._locks[kind]:
             self._kinds[kind].clear()
 
+    def discard(self, kind: str, key: Hashable) -> None:
+        with self._locks[kind]:
+            self._kinds[kind].pop(key, None)
+
     def values(self, kind: str) -> list:
         with self._locks[kind]:
             return list(self._kinds[kind].values())

@@ -84,7 +84,8 @@ def coverage_line(metrics: dict[str, float], total: int, chunking, evidence_matc
     other = total - covered - too_long
     reasons = [*([f"{too_long} have evidence longer than a chunk (chunking.size={chunking.size} {chunking.length})"]
                  if too_long else []),
-               *([f"{other} have no evidence a chunk holds (none given, or across a chunk boundary)"] if other else [])]
+               *([f"{other} have no evidence a chunk holds (none given, across a chunk boundary, or no chunk of their "
+                   "article)"] if other else [])]
     hint = ("; metrics.evidence_match=sentence counts a chunk that holds a whole sentence of it"
             if too_long and evidence_match == "whole" else "")
     return f"retrieval metrics cover {covered} of {total} examples: {', '.join(reasons)}{hint}"

@@ -26,6 +26,7 @@ from opi.predictions import prediction_rows, with_scores
 from opi.relations import UNKNOWN, Triple
 from opi.rerankers import candidate_pools, reranks
 from opi.retrieval import combine, cut, evaluated_rankings
+from opi.retrievers.base import VectorStoreUnavailable
 from opi.schemas import OPIConfig
 from opi.trace_records import chunk_sources, trace_records
 
@@ -105,9 +106,19 @@ def store_documents(config: OPIConfig, data: Data, results: Results, calls: Stag
     """The store's documents located in the articles (they are the configuration's chunks); those in none said."""
     (member,) = live_stores(config)  # one a configuration (preflight.check_vector_store)
     located = calls.call(tasks.store_articles, member, data.contexts, config.sentences.language)
+    articles = len(located.articles)
+    empty = (f" ({located.without_text} of them have no text where LangChain reads it: Chroma's documents, or "
+             f"Qdrant's payload key retriever.text_field={member.text_field!r})" if located.without_text else "")
+    if located.not_found == located.documents:
+        raise VectorStoreUnavailable(f"retriever=vectorstore: none of the {located.documents} documents of the "
+                                     f"{member.where} is in the {articles} articles of the data{empty}: it holds "
+                                     "other text, so nothing of the data can be retrieved")
     if located.not_found:
         notice_once(f"{located.not_found} of the {located.documents} documents of the {member.where} are in none of "
-                    f"the {len(located.articles)} articles of the data: they cannot be retrieved for its questions")
+                    f"the {articles} articles of the data{empty}: they cannot be retrieved for its questions")
+    if located.without_documents and config.retrieval.scope == "article":
+        notice_once(f"{located.without_documents} of the {articles} articles of the data have none of the documents "
+                    f"of the {member.where}: their questions retrieve nothing")
     return located
 
 

@@ -63,11 +63,11 @@ def relevant_chunks(example: Example, article: Article, match: str = "whole") ->
 
 def longer_than_chunks(example: Example, article: Article) -> bool:
     """Whether every evidence piece of the example has more words than any chunk of its own article: no chunk can
-    hold one whole."""
+    hold one whole. False when the article has no chunk at all (a vector store holding none of its text)."""
     pieces = evidence_pieces(example)
     own = document_id(example.context)
-    longest = max((len(normalized(c.text).split()) for c in article.chunks if c.doc_id == own), default=0)
-    return bool(pieces) and all(len(piece.split()) > longest for piece in pieces)
+    lengths = [len(normalized(c.text).split()) for c in article.chunks if c.doc_id == own]
+    return bool(pieces and lengths) and all(len(piece.split()) > max(lengths) for piece in pieces)
 
 
 def recall_at(rankings: Sequence[Ranking], relevant: AbstractSet[int], k: int) -> float:

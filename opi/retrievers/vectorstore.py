@@ -16,6 +16,7 @@ collection (``VectorStoreUnavailable``: one line).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Optional
 from urllib.parse import urlparse
 
@@ -24,6 +25,7 @@ from opi.retrievers.base import Ranking, Retriever, VectorStoreUnavailable
 from opi.schemas import EmbeddingOverride
 
 BACKENDS = ("chroma", "qdrant")
+CLIENTS = "vector store clients"  # the kind they are kept under in a process (``opi.memory``)
 PAGE = 1000  # documents read per request
 
 
@@ -35,6 +37,7 @@ class VectorStoreRetriever(Retriever):
     url: Optional[str] = None  # a running server: http://host:port
     path: Optional[str] = None  # or a local folder (Chroma's persistent client, Qdrant's local mode)
     vector_name: str = ""  # Qdrant: the collection's named dense vector ('' for its one unnamed vector)
+    text_field: str = "page_content"  # Qdrant: the payload key holding a document's text (LangChain's)
     fetch_limit: int = 1000  # article scope: asked at most this deep for the article's own documents
     embedding: EmbeddingOverride = field(default_factory=EmbeddingOverride)  # the collection's model (unset: the run's)
 
@@ -50,6 +53,8 @@ class VectorStoreRetriever(Retriever):
             raise ValueError("give exactly one of url (a running server) or path (a local folder)")
         if self.fetch_limit < 1:
             raise ValueError(f"fetch_limit must be >= 1, got {self.fetch_limit}")
+        if not self.text_field:
+            raise ValueError("text_field: the payload key holding a document's text is required")
 
     @property
     def where(self) -> str:
@@ -60,22 +65,36 @@ class VectorStoreRetriever(Retriever):
         searching only."""
         from opi.memory import MEMORY
 
-        key = (self.backend, self.url, self.path, self.collection, self.vector_name)
-        return MEMORY.recall("vector store clients", key,
+        return MEMORY.recall(CLIENTS, self._client_key(),
                              lambda: (ChromaClient if self.backend == "chroma" else QdrantClient)(self))
+
+    def _client_key(self) -> tuple:
+        return self.backend, self.url, self.path, self.collection, self.vector_name, self.text_field
 
     def check(self, embedder) -> dict[str, Any]:
         """What the run records of the store (collection, size, server version), once it is known to be reachable,
         to hold the collection, and to have vectors of the query embedding's dimension; else
         ``VectorStoreUnavailable`` naming the problem."""
+        if self.path is not None and not Path(self.path).expanduser().is_dir():  # its client would make one
+            raise VectorStoreUnavailable(f"retriever=vectorstore: {self.backend} path {self.path}: no such folder")
         client = self.client()
-        stored = client.dimension()
-        query = len(embedder.embed_query("dimension check"))
-        if stored is not None and stored != query:
-            raise VectorStoreUnavailable(
-                f"retriever=vectorstore: the {self.where} holds {stored}-dimensional vectors, the query embedding "
-                f"gives {query}: set retriever.embedding to the model the collection was filled with")
-        return {"collection": self.collection, "documents": client.count(), "server": client.version()}
+        try:
+            count = client.count()
+            if count == 0:
+                raise client.unavailable("holds no documents: nothing to retrieve")
+            stored = client.dimension()
+            query = len(embedder.embed_query("dimension check"))
+            if stored is not None and stored != query:
+                raise client.unavailable(f"holds {stored}-dimensional vectors, the query embedding gives {query}: "
+                                         "set retriever.embedding to the model the collection was filled with")
+            return {"collection": self.collection, "documents": count, "server": client.version()}
+        finally:
+            if self.backend == "qdrant" and self.path is not None:
+                # Qdrant's local mode lets one client open a folder: a parallel launcher's jobs open their own
+                from opi.memory import MEMORY
+
+                client.close()
+                MEMORY.discard(CLIENTS, self._client_key())
 
     def documents(self) -> list[tuple[str, str]]:
         """Every document of the collection as (id, text)."""
@@ -104,6 +123,9 @@ class StoreClient:
     def unavailable(self, what: str, err: BaseException | None = None) -> VectorStoreUnavailable:
         detail = f" ({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''})" if err else ""
         return VectorStoreUnavailable(f"retriever=vectorstore: the {self.retriever.where}: {what}{detail}")
+
+    def close(self) -> None:
+        pass
 
 
 class ChromaClient(StoreClient):
@@ -167,6 +189,11 @@ class QdrantClient(StoreClient):
             self.api = Client(url=retriever.url) if retriever.url is not None else Client(path=retriever.path)
             exists = self.api.collection_exists(retriever.collection)
         except Exception as err:  # noqa: BLE001
+            if retriever.path is not None and "already accessed by another instance" in str(err):
+                raise self.unavailable(
+                    "is open in another process (Qdrant's local mode allows one a folder: another program, or "
+                    "another job of a parallel launcher): serve it with a Qdrant server (retriever.url), or run "
+                    "the sweep's jobs one at a time (hydra/launcher=basic)") from None
             raise self.unavailable("cannot be reached", err) from None
         if not exists:
             names = ", ".join(sorted(c.name for c in self.api.get_collections().collections)[:10]) or "none"
@@ -191,17 +218,18 @@ class QdrantClient(StoreClient):
     def count(self) -> int:
         return self.api.count(self.retriever.collection, exact=True).count
 
+    def close(self) -> None:
+        self.api.close()
+
     def dimension(self) -> int | None:
         return self.vectors.size
 
     def documents(self) -> list[tuple[str, str]]:
-        from langchain_qdrant.qdrant import QdrantVectorStore
-
         found, offset = [], None
         while True:
             points, offset = self.api.scroll(self.retriever.collection, limit=PAGE, offset=offset, with_payload=True,
                                              with_vectors=False)
-            found += [(str(p.id), str((p.payload or {}).get(QdrantVectorStore.CONTENT_KEY, ""))) for p in points]
+            found += [(str(p.id), str((p.payload or {}).get(self.retriever.text_field) or "")) for p in points]
             if offset is None:
                 return found
 
@@ -211,6 +239,7 @@ class QdrantClient(StoreClient):
 
             self._store = QdrantVectorStore(client=self.api, collection_name=self.retriever.collection,
                                             embedding=embedder, vector_name=self.retriever.vector_name,
+                                            content_payload_key=self.retriever.text_field,
                                             distance=self.vectors.distance, validate_collection_config=False)
         return [(str(d.metadata["_id"]), float(score))
                 for d, score in self._store.similarity_search_with_score(question, k=k)]

@@ -113,11 +113,16 @@ def test_a_chroma_collection_is_evaluated_in_place_alone_and_fused_with_bm25(tmp
 def test_a_store_that_cannot_be_evaluated_is_one_line_before_any_example(tmp_path, chroma_server, team_collection):
     narrow = team_collection.get_or_create_collection("narrow")  # filled with another model: 8 numbers a vector
     narrow.add(ids=["n1", "n2"], documents=["one text", "another text"], embeddings=[[0.1] * 8, [0.2] * 8])
+    team_collection.get_or_create_collection("empty")
+    foreign = team_collection.get_or_create_collection("foreign")  # the model's width, text of no article
+    foreign.add(ids=["f1", "f2"], documents=["one text", "another text"], embeddings=[[0.1] * 384, [0.2] * 384])
     dead = free_port()
     cases = {f"retriever.url=http://127.0.0.1:{dead}": f"chroma http://127.0.0.1:{dead}, collection 'team-docs': "
                                                         "cannot be reached",
-             "retriever.collection=team-doc": "has no such collection (it has: narrow, team-docs)",
-             "retriever.collection=narrow": "holds 8-dimensional vectors, the query embedding gives 384"}
+             "retriever.collection=team-doc": "has no such collection (it has: empty, foreign, narrow, team-docs)",
+             "retriever.collection=narrow": "holds 8-dimensional vectors, the query embedding gives 384",
+             "retriever.collection=empty": "collection 'empty': holds no documents: nothing to retrieve",
+             "retriever.collection=foreign": "none of the 2 documents of the chroma"}
     for override, said in cases.items():
         output = run_cli("flows.cli.evaluate", tmp_path, "retriever=vectorstore", *store(chroma_server), override,
                          "dataset.limit=2", expect=EXIT_USER_ERROR)

@@ -72,7 +72,7 @@ def test_retrieval_metrics_that_cover_only_some_examples_say_why():
     assert coverage_line({"retrieval_examples": 55, "retrieval_evidence_too_long": 3}, 60, ChunkingConfig(),
                          "sentence") == (
         "retrieval metrics cover 55 of 60 examples: 3 have evidence longer than a chunk (chunking.size=100 words), "
-        "2 have no evidence a chunk holds (none given, or across a chunk boundary)")
+        "2 have no evidence a chunk holds (none given, across a chunk boundary, or no chunk of their article)")
     assert coverage_line({"retrieval_evidence_too_long": 60}, 60, ChunkingConfig(size=50), "sentence") == (
         "retrieval metrics cover 0 of 60 examples: 60 have evidence longer than a chunk (chunking.size=50 words)")
     assert coverage_line({"retrieval_examples": 60}, 60, ChunkingConfig()) is None

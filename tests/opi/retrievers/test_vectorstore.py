@@ -135,3 +135,53 @@ def test_a_chroma_folder_ranks_as_its_own_similarity_search(tmp_path, embedder):
         expected = [d.id for d in direct.similarity_search(question, k=4) if d.id != "d8"][:3]
         assert [corpus.chunks[i].source for i in ranking.chunk_ids] == expected
     assert collection.count() == 8
+
+
+def test_documents_without_text_are_counted_and_never_located():
+    located = store_articles([MILL], [("d1", "The mill opened in 1850 beside the river."), ("e1", ""), ("e2", "  ")])
+    assert (located.documents, located.not_found, located.without_text) == (3, 2, 2)
+    assert located.without_documents == 0
+    assert store_articles([MILL, QUAY], DOCUMENTS[:1]).without_documents == 1  # the quay has none of them
+
+
+def test_an_empty_collection_or_a_missing_folder_is_one_problem_and_nothing_is_created(tmp_path, embedder):
+    from qdrant_client import QdrantClient, models
+
+    missing = tmp_path / "nowhere"
+    for backend in ("chroma", "qdrant"):
+        with pytest.raises(VectorStoreUnavailable, match=f"{backend} path {missing}: no such folder"):
+            VectorStoreRetriever(backend=backend, path=str(missing), collection="team").check(embedder)
+    assert not missing.exists()
+    client = QdrantClient(path=str(tmp_path / "empty"))
+    client.create_collection("team", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE))
+    client.close()
+    with pytest.raises(VectorStoreUnavailable, match="collection 'team': holds no documents: nothing to retrieve"):
+        VectorStoreRetriever(backend="qdrant", path=str(tmp_path / "empty"), collection="team").check(embedder)
+
+
+def test_a_qdrant_folder_is_released_after_its_check_and_its_text_read_under_the_payload_key_named(tmp_path,
+                                                                                                      embedder):
+    from qdrant_client import QdrantClient, models
+
+    path = str(tmp_path / "qdrant")
+    client = QdrantClient(path=path)
+    vectors = embedder.embed_documents([text for _, text in DOCUMENTS])
+    client.create_collection("team", vectors_config=models.VectorParams(size=len(vectors[0]),
+                                                                         distance=models.Distance.COSINE))
+    client.upsert("team", points=[models.PointStruct(id=i + 1, vector=v, payload={"text": text})
+                                  for i, ((_, text), v) in enumerate(zip(DOCUMENTS, vectors))])
+    client.close()
+    default = VectorStoreRetriever(backend="qdrant", path=path, collection="team", embedder=embedder)
+    assert default.check(embedder)["documents"] == 8
+    other = QdrantClient(path=path)  # the check left the folder to a parallel launcher's job
+    other.close()
+    assert store_articles([MILL, QUAY], default.documents()).without_text == 8  # LangChain's page_content: none
+    default.client().close()
+    named = VectorStoreRetriever(backend="qdrant", path=path, collection="team", text_field="text", embedder=embedder)
+    located = store_articles([MILL, QUAY], named.documents())
+    assert (located.not_found, located.without_text) == (1, 0)
+    corpus = corpus_view(located.articles)[document_id(MILL)]
+    (ranking,) = named.rank(["When did the mill close?"], list(corpus.chunks), 2)
+    assert len(ranking.chunk_ids) == 2
+    with pytest.raises(VectorStoreUnavailable, match="is open in another process"):  # a second client of it
+        VectorStoreRetriever(backend="qdrant", path=path, collection="team", vector_name="x").client()
