@@ -48,8 +48,21 @@ def _query_pair(match: re.Match) -> str:
     return f"{separator}{name}={MASK if is_secret_name(name) and value else value}"
 
 
+_KEYS_IN_USE: set[str] = set()  # the keys this process read (``keep_out``): masked wherever they appear
+
+
+def keep_out(*values: str) -> None:
+    """Keys this process uses, whatever their shape: ``redact_text`` masks them (a server may echo one back in an
+    error, and an error reaches logs, Prefect's states and the console)."""
+    _KEYS_IN_USE.update(v.strip() for v in values if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_LENGTH)
+
+
 def redact_text(text: str) -> str:
-    """``text`` with every URL's credentials and every key-looking token replaced by ``***``."""
+    """``text`` with every key this process uses, every URL's credentials and every key-looking token replaced by
+    ``***``."""
+    for key in _KEYS_IN_USE:
+        if key in text:
+            text = text.replace(key, MASK)
     text = KEY_LIKE.sub(MASK, text)
     if "@" not in text and "=" not in text:
         return text
@@ -133,6 +146,7 @@ def resolved_settings_problem(leaves: Iterable[tuple[str, Any, str | None]]) -> 
     typed in would be."""
     leaves = list(leaves)
     keys = secret_values(v for n, v, _ in leaves if n.split(".")[-1].endswith("_env") and isinstance(v, str))
+    keep_out(*keys.values())
     for name, value, text in leaves:
         shown = name if text is None else f"{name} (resolved from its interpolation)"
         brought = {} if text is None else {v: key for v, key in keys_read(text).items() if key not in text}

@@ -26,7 +26,7 @@ from flows.base.errors import EXIT_USER_ERROR, explained, keep_traceback_in_log_
 from flows.run.redaction import redact_log_records
 from opi.interrupt import native_work_abandoned, stop_requests
 from opi.schemas import TrackingConfig
-from opi.secrets import setting_problem
+from opi.secrets import keep_out, secret_values, setting_problem
 
 log = logging.getLogger("opi")
 ENVIRONMENT = {
@@ -81,6 +81,7 @@ def start_command(early_prefect: bool = False) -> None:
             warnings.filterwarnings("ignore", message=message)
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.filterwarnings("ignore", category=FutureWarning)
+    keep_out(*secret_values().values())  # keys in variables named as keys: masked wherever a server echoes one
     redact_log_records()
     for key in ("NO_PROXY", "no_proxy"):  # Prefect's server, the local LLM server, the UI test: all on loopback
         hosts = [h for h in os.environ.get(key, "").split(",") if h]

@@ -24,6 +24,10 @@ def redact_log_records() -> None:
         clean = redact_text(message)
         if clean != message:
             record.msg, record.args = clean, ()
+        if record.exc_info and record.exc_info[0] is not None:  # its traceback quotes the exception's messages
+            record.exc_text = redact_text(logging.Formatter().formatException(record.exc_info))
+        if record.stack_info:
+            record.stack_info = redact_text(record.stack_info)
         return record
 
     factory.redacting = True

@@ -35,7 +35,7 @@ from opi.llm.cache import CallCache, call_key
 from opi.interrupt import exiting
 from opi.llm.faults import (LLMError, LLMInterrupted, backoff, count_retries, duration, pause, retriable,
                             server_message, server_retry_after, status_reason)
-from opi.secrets import redact_url
+from opi.secrets import keep_out, redact_url
 from opi.schemas import EndpointConfig, LLMConfig
 
 Parsed = TypeVar("Parsed")
@@ -146,6 +146,7 @@ def api_key(settings: EndpointConfig, group: str = "llm") -> str:
         none = "''" if group.endswith(".embedding") else "null"
         raise LLMError(f"{group}.api_key_env names {name}, which is not set in this environment: export {name}=<your "
                        f"key>, or set {group}.api_key_env={none} for an endpoint that needs no key")
+    keep_out(value)
     return value
 
 

@@ -11,12 +11,17 @@ import random
 import time
 
 from opi.interrupt import wait_or_stop
+from opi.secrets import redact_text
 
 INITIAL_BACKOFF, MAX_BACKOFF, MAX_RETRY_AFTER = 0.5, 8.0, 60.0  # seconds
 
 
 class LLMError(RuntimeError):
-    """An LLM endpoint problem a user can fix (key, model name, address, rate, a server that is not one)."""
+    """An LLM endpoint problem a user can fix (key, model name, address, rate, a server that is not one). Its message
+    quotes what the server said, so it is redacted (a server may echo the key back)."""
+
+    def __init__(self, message: str = ""):
+        super().__init__(redact_text(str(message)))
 
 
 class LLMInterrupted(LLMError):

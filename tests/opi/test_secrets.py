@@ -107,3 +107,25 @@ def test_settings_problem_finds_a_secret_anywhere_in_nested_settings():
 def test_redact_text_masks_what_looks_like_a_key_in_any_line():
     assert redact_text("401 for key sk-Abcdefghij0123456789klmnop.") == "401 for key ***."
     assert redact_text("run 0123456789abcdef0123456789abcdef") == "run 0123456789abcdef0123456789abcdef"
+
+
+def test_a_key_in_use_is_masked_whatever_its_shape_and_a_placeholder_is_not(monkeypatch):
+    from opi import secrets
+
+    monkeypatch.setattr(secrets, "_KEYS_IN_USE", set())
+    secrets.keep_out("hunterSECRETS2xyz", "EMPTY", None)
+    assert redact_text("bad request from Bearer hunterSECRETS2xyz") == "bad request from Bearer ***"
+    assert redact_text("EMPTY is no key") == "EMPTY is no key"  # under 8 characters: a placeholder
+
+
+def test_an_llm_error_quoting_a_server_that_echoed_the_key_is_masked(monkeypatch):
+    from opi import secrets
+    from opi.llm.client import api_key
+    from opi.llm.faults import LLMError
+    from opi.schemas import LLMConfig
+
+    monkeypatch.setattr(secrets, "_KEYS_IN_USE", set())
+    monkeypatch.setenv("TEAM_VAR", "0123456789abcdef0123456789abcdef")  # a name that says nothing: the setting does
+    assert api_key(LLMConfig(api_key_env="TEAM_VAR")) == "0123456789abcdef0123456789abcdef"
+    error = LLMError("refused: 400 (key 0123456789abcdef0123456789abcdef is not valid here)")
+    assert str(error) == "refused: 400 (key *** is not valid here)"
