@@ -262,12 +262,16 @@ def race_problem(configurations: list[OPIConfig]) -> str | None:
         return (f"sweep.strategy=race needs at least two configurations to race, and this sweep has "
                 f"{len(contenders) or 'none'} (the random and oracle bounds are not raced): sweep more "
                 "(-m setup=knn,bm25,...) or leave sweep.strategy at grid")
+    for i, contender in enumerate(contenders):
+        if contender in contenders[:i]:
+            return (f"the sweep lists one configuration twice ({describe(contender).name}): a race compares "
+                    "distinct configurations, so list each once")
     first = configurations[0]
     for name in ("sweep", "race", "dataset", "seed"):
         if any(getattr(c, name) != getattr(first, name) for c in configurations):
             return (f"a race compares configurations on the same examples with one set of race settings: "
                     f"{name}{'' if name == 'seed' else '.*'} must not vary across its configurations")
-    problem = metric_problem(first)
+    problem = metric_problem(first) or budget_problem(contenders)
     metric = race_metric(first)
     if problem is None and metric.startswith(("ndcg_at_", "mrr")):
         unordered = [describe(c).name for c in contenders if not c.combination.ordered]
@@ -276,6 +280,26 @@ def race_problem(configurations: list[OPIConfig]) -> str | None:
                        "combination hands on the union of its members' sentences): race on recall_at_<k>, bertsim "
                        "or opi_<β>, or leave the S- configurations out")
     return problem
+
+
+def budget_problem(contenders: list[OPIConfig]) -> str | None:
+    """Why ``race.budget`` could never be spent in its unit (None: it can, or there is none): LLM calls with no
+    endpoint to call, dollars with no price to pay."""
+    race = contenders[0].race
+    if race.budget is None or race.budget_unit == "examples":
+        return None
+    endpoints = [endpoint for c in contenders for endpoint in (
+        *([c.llm] if c.llm.endpoint else []),
+        *(e for e in embedding_settings(c).values() if e.provider == "openai-compatible"))]
+    if not endpoints:
+        return (f"race.budget_unit={race.budget_unit}: no configuration of this sweep calls an LLM or embedding "
+                "endpoint, so the budget could never be spent: give it in examples (race.budget_unit=examples)")
+    priced = any(e.price_input_per_million > 0 or getattr(e, "price_output_per_million", 0) > 0 for e in endpoints)
+    if race.budget_unit == "usd" and not priced:
+        return ("race.budget_unit=usd: every endpoint of this sweep is priced at 0 (llm.price_input_per_million, "
+                "llm.price_output_per_million, embedding.price_input_per_million), so no dollar is ever counted: "
+                "set the prices, or give the budget in llm_calls or examples")
+    return None
 
 
 def job_config(config: DictConfig, loader: Any, job: list[str], keep: bool = False) -> tuple[DictConfig, dict]:

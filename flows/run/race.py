@@ -23,7 +23,7 @@ import pandas as pd
 
 from flows.tracking.race_report import read_outcome
 from opi.race import Race
-from opi.racing import RELATION_METRICS, cluster_scores, rounds_of
+from opi.racing import RELATION_METRICS, beta_of, cluster_scores, rounds_of
 from opi.schemas import OPIConfig
 
 if TYPE_CHECKING:  # it imports the preflight, which imports this module
@@ -59,12 +59,28 @@ def metric_problem(config: OPIConfig) -> str | None:
     metric = race_metric(config)
     if metric.startswith(RELATION_METRICS) and config.relations.gold == "none":
         return f"race.metric={metric} needs gold relations, and this sweep has none (relations.gold=none)"
-    if metric == "bertsim" or metric == "lrcr" or metric.startswith("opi_"):
+    if metric in ("bertsim", "lrcr", *PER_EXAMPLE):
+        if metric == "correctness" and not config.metrics.correctness:
+            return ("race.metric=correctness needs the answer-correctness judge, which this sweep does not run: set "
+                    "metrics.correctness=true (LLM calls through the run's llm endpoint)")
         return None
-    if metric in PER_EXAMPLE or metric.startswith(("ndcg_at_", "recall_at_")):
+    if metric.startswith("opi_"):
+        try:
+            beta = beta_of(metric)
+        except ValueError:
+            beta = float("nan")
+        if not (math.isfinite(beta) and beta > 0):
+            return f"race.metric={metric}: OPI's β is a number above 0, written opi_1, opi_0_5 or opi_2"
+        return None
+    if metric.startswith(("ndcg_at_", "recall_at_")):
+        k = metric.rsplit("_", 1)[1]
+        if not (k.isdigit() and int(k) in config.metrics.retrieval_k):
+            cut = sorted(config.metrics.retrieval_k)
+            return (f"race.metric={metric}: the sweep computes {metric.rsplit('_', 1)[0]}_<k> for k in "
+                    f"metrics.retrieval_k={cut}: race on one of those, or add the cut-off there")
         return None
     return (f"race.metric={metric} is not a per-example metric this sweep computes: choose bertsim, lrcr, "
-            f"opi_<β>, ndcg_at_<k>, recall_at_<k>, mrr or evidence_recall")
+            f"opi_<β>, ndcg_at_<k>, recall_at_<k>, mrr, evidence_recall, answer_found or correctness")
 
 
 PER_EXAMPLE = ("mrr", "evidence_recall", "answer_found", "correctness")
@@ -171,7 +187,10 @@ class RaceRun:
                 self.stopped = f"the survivors were within race.margin={settings.margin:g} of each other"
                 break
             if settings.budget is not None and self.spent.of(settings.budget_unit) >= settings.budget:
-                self.stopped = f"race.budget={settings.budget:g} {settings.budget_unit} was spent"
+                spent = self.spent.of(settings.budget_unit)
+                spent = f"${spent:.2f}" if settings.budget_unit == "usd" else f"{spent:g}"
+                self.stopped = (f"race.budget={settings.budget:g} {settings.budget_unit} was spent ({spent} after "
+                                "the round)")
                 break
         if self.ahead is not None:  # a round that will not run: its embedding ahead stops, what it did is counted
             self.ahead.stop()

@@ -49,9 +49,14 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
         def evaluate_round(batch: list[list[str]]) -> list[Rows]:
             return [outputs_of(returned) for returned in launch(batch)]
     run = RaceRun(jobs, config, examples, evaluate_round, bounds, ahead)
-    log.info("racing %d configurations on %d examples in %d rounds of whole clusters, by %s (alpha %g)%s",
-             len(run.jobs), len(examples), len(run.plan), run.metric, config.race.alpha,
+    log.info("racing %d configurations on %d examples in %d round%s of whole clusters, by %s (alpha %g)%s",
+             len(run.jobs), len(examples), len(run.plan), "" if len(run.plan) == 1 else "s", run.metric,
+             config.race.alpha,
              f"; the {len(bounds)} bound(s) run once, at the end, on the rounds the race ran" if bounds else "")
+    if run.race.clusters < config.race.min_clusters:
+        log.warning("this data has %d clusters (articles, or dataset.group), fewer than race.min_clusters=%d, the "
+                    "fewest a configuration is compared on before it can be dropped: no configuration will be "
+                    "dropped, and the race will cost what the grid costs", run.race.clusters, config.race.min_clusters)
     start_sweep(None)  # the rounds launch an unknown number of jobs: the progress lines count without a total
     try:
         outcome = run.run()

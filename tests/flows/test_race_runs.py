@@ -77,6 +77,8 @@ def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_
     (("-m", "setup=knn", "sweep.strategy=race"), "needs at least two configurations"),
     (("-m", "setup=knn,bm25", "sweep.strategy=race", "race.budget=0"), "race.budget must be a finite number > 0"),
     (("-m", "setup=knn,bm25", "sweep.strategy=race", "race.metric=latency"), "not a per-example metric"),
+    (("-m", "setup=knn,bm25", "sweep.strategy=race", "race.metric=ndcg_at_3"), "for k in metrics.retrieval_k"),
+    (("-m", "setup=knn,knn", "sweep.strategy=race"), "lists one configuration twice"),
 ])
 def test_what_cannot_be_raced_is_one_line_and_exit_2_before_any_work(tmp_path, overrides, line):
     log = run_cli("flows.cli.evaluate", tmp_path, *overrides, expect=2)

@@ -37,6 +37,16 @@ def test_the_race_metric_is_the_report_s_headline_unless_chosen():
     assert metric_problem(config("race.metric=ndcg_at_4")) is None
     assert "needs gold relations" in metric_problem(config("relations.gold=none", "race.metric=lrcr"))
     assert "not a per-example metric" in metric_problem(config("race.metric=latency"))
+    assert metric_problem(config("race.metric=recall_at_8")) is None and metric_problem(config("race.metric=opi_0_5")) \
+        is None
+    assert metric_problem(config("race.metric=ndcg_at_3")) == (
+        "race.metric=ndcg_at_3: the sweep computes ndcg_at_<k> for k in metrics.retrieval_k=[1, 2, 4, 8]: race on one "
+        "of those, or add the cut-off there")
+    assert metric_problem(config("race.metric=ndcg_at_3", "metrics.retrieval_k=[3]")) is None
+    assert "recall_at_<k> for k in" in metric_problem(config("race.metric=recall_at_0"))
+    for beta in ("opi_abc", "opi_0", "opi_"):
+        assert "OPI's β is a number above 0" in metric_problem(config(f"race.metric={beta}")), beta
+    assert "needs the answer-correctness judge" in metric_problem(config("race.metric=correctness"))
 
 
 def test_what_cannot_be_raced_is_said_in_one_line():
@@ -54,6 +64,22 @@ def test_what_cannot_be_raced_is_said_in_one_line():
         [config(*race, "setup=random"), config(*race, "setup=oracle")])
     with pytest.raises(ValueError, match="race.budget must be a finite number > 0"):
         config("race.budget=0")
+    assert "lists one configuration twice (kNN | extractive | local-clf)" in race_problem(
+        [config(*race), config(*race), config(*race, "setup=bm25")])
+
+
+def test_a_budget_in_a_unit_the_sweep_never_spends_is_refused():
+    race = ["sweep.strategy=race", "race.budget=5"]
+    two = ["setup=knn", "setup=bm25"]
+    assert race_problem([config(*race, s) for s in two]) is None  # examples: always spent
+    assert "no configuration of this sweep calls an LLM or embedding endpoint" in race_problem(
+        [config(*race, "race.budget_unit=llm_calls", s) for s in two])
+    endpoint = ["llm=openai-compatible", "llm.model=m", "llm.base_url=http://127.0.0.1:9/v1", "llm.api_key_env=null"]
+    assert race_problem([config(*race, "race.budget_unit=llm_calls", *endpoint, s) for s in two]) is None
+    assert "every endpoint of this sweep is priced at 0" in race_problem(
+        [config(*race, "race.budget_unit=usd", *endpoint, s) for s in two])
+    assert race_problem([config(*race, "race.budget_unit=usd", *endpoint, "llm.price_output_per_million=10", s)
+                         for s in two]) is None
 
 
 def examples(clusters: int) -> list[Example]:
@@ -206,7 +232,7 @@ def test_a_race_without_a_clear_difference_runs_until_the_data_or_the_budget_end
     (tmp_path / "b").mkdir()
     fake = FakeJobs(tmp_path / "b", data, {"knn": 0.5, "bm25": 0.5})
     outcome = RaceRun(jobs, config(*base, "race.budget=50"), data, fake).run()
-    assert outcome["stopped"] == "race.budget=50 examples was spent" and len(fake.batches) == 2  # 40, then 80
+    assert outcome["stopped"] == "race.budget=50 examples was spent (80 after the round)" and len(fake.batches) == 2  # 40, then 80
 
 
 def test_bounds_are_not_raced_but_run_once_on_the_rounds_the_race_ran(tmp_path):
