@@ -68,31 +68,35 @@ def _fail_or_skip(message: str, reason: str, on_invalid: str, report: LoadReport
 
 
 def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence[str] | None = None,
-             on_invalid: str = "error", evidence_separator: str | None = None, max_context_words: int = DatasetConfig.max_context_words) -> tuple[list[Example], LoadReport]:
-    """Turn raw records into Examples, checking fields, labels, ids and sizes. Row numbers count from 1. A row
-    without a relation label keeps ``relation=None`` (where gold relations come from is the run's choice)."""
+             on_invalid: str = "error", evidence_separator: str | None = None,
+             max_context_words: int = DatasetConfig.max_context_words, places: Sequence[str] | None = None
+             ) -> tuple[list[Example], LoadReport]:
+    """Turn raw records into Examples, checking fields, labels, ids and sizes. ``places`` says where each record is
+    in its file (``row 8``, ``question 4``), else rows count from 1; an example without an id is known by its count
+    from 1 either way. A row without a relation label keeps ``relation=None`` (where gold relations come from is
+    the run's choice)."""
     if on_invalid not in ("error", "skip"):
         raise ValueError(f"on_invalid must be 'error' or 'skip', got {on_invalid!r}")
     report = LoadReport(source)
     examples: list[Example] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     records = list(records)
     with_ids = any(not _blank(r.get("id")) for r in records)  # else every row is known by its number
     for row_number, record in enumerate(records, start=1):
         report.rows_read += 1
-        where = f"{source}, row {row_number}"
+        place = places[row_number - 1] if places else f"row {row_number}"
+        where = f"{source}, {place}"
         missing = [f for f in REQUIRED if f not in record]
         if missing:
-            raise DataError(f"{where}: missing field(s) {missing}; the loader expects {list(REQUIRED)} "
-                            f"(map other column names with dataset.columns)")
-        problem = None
-        for name in REQUIRED:
-            value = record[name]
+            raise DataError(f"{where}: missing field(s) {missing}; the loader expects {list(REQUIRED)}, it has "
+                            f"{sorted(record)} (map other column names with dataset.columns)")
+        problem, fields = None, {name: _field_text(record[name]) for name in REQUIRED}
+        for name, value in fields.items():
             if not isinstance(value, str) or not value.strip():
                 problem = (f"{where}, field {name!r}: empty or not text ({value!r:.40})", f"empty {name}")
                 break
         if problem is None:
-            context_words, question_words = len(record["context"].split()), len(record["question"].split())
+            context_words, question_words = len(fields["context"].split()), len(fields["question"].split())
             if context_words > max_context_words:
                 problem = (f"{where}, field 'context': {context_words:,} words, more than "
                            f"dataset.max_context_words ({max_context_words:,}); split the article into several rows "
@@ -117,17 +121,24 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
             problem = (f"{where}, field 'id': missing, where other rows have one (give every row an id, or none)",
                        "missing id")
         if problem is None and example_id in seen:
-            problem = (f"{where}, field 'id': duplicate id {example_id!r} (first at row {seen[example_id]})",
+            problem = (f"{where}, field 'id': duplicate id {example_id!r} (first at {seen[example_id]})",
                        "duplicate id")
         if problem is not None:
             _fail_or_skip(*problem, on_invalid, report)
             continue
-        seen[example_id] = row_number
-        examples.append(Example(example_id, record["context"], record["question"], record["answer"],
+        seen[example_id] = place
+        examples.append(Example(example_id, fields["context"], fields["question"], fields["answer"],
                                 relation, evidence, _text(record.get("article_id")), _text(record.get("group"))))
     if not examples:
         raise DataError(f"{source}: no usable rows ({report.describe()})")
     return examples, report
+
+
+def _field_text(value: Any) -> Any:
+    """A number (JSON's or parquet's 42) as its text, as a CSV cell reads; anything else (bool, NaN) as it is."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and not _is_missing(value):
+        return id_text(value)
+    return value
 
 
 def _text(value: Any) -> str | None:
@@ -193,8 +204,21 @@ def _read_text(path: Path) -> str:
         raise DataError(f"{path}: file not found") from None
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(_read_text(path))
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+
+
 def read_table(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a .jsonl, .json (list of objects), .csv or .parquet file as dicts."""
+    return read_rows(path)[0]
+
+
+def read_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[str] | None]:
+    """``read_table``'s rows and where each is in the file (``row 8``: a JSONL file's line 8, a CSV's 8th row under
+    its header), or None when rows are simply counted from 1. Blank JSONL lines and all-empty CSV rows are no rows."""
     path = Path(path)
     suffix = path.suffix.lower()
     if path.is_dir():
@@ -202,7 +226,7 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
     if not path.exists():
         raise DataError(f"{path}: file not found")
     if suffix == ".jsonl":
-        rows = []
+        rows, places = [], []
         for number, line in enumerate(_read_text(path).splitlines(), start=1):
             if line.strip():
                 try:
@@ -212,18 +236,16 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
                 if not isinstance(rows[-1], dict):
                     raise DataError(f"{path}, line {number}: expected a JSON object (one example per line), got "
                                     f"{type(rows[-1]).__name__} {line.strip()[:40]}")
-        return rows
+                places.append(f"row {number}")
+        return rows, places
     if suffix == ".json":
-        try:
-            data = json.loads(_read_text(path))
-        except json.JSONDecodeError as err:
-            raise DataError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+        data = _read_json(path)
         if not isinstance(data, list):
             raise DataError(f"{path}: expected a JSON list of objects (for SQuAD files use dataset=squad)")
         for number, item in enumerate(data, start=1):
             if not isinstance(item, dict):
                 raise DataError(f"{path}, item {number}: expected a JSON object, got {type(item).__name__}")
-        return data
+        return data, None
     import pandas as pd
 
     if suffix not in (".csv", ".parquet"):
@@ -239,7 +261,11 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
         raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as err:
         raise DataError(f"{path}: cannot be read as {suffix[1:]} ({type(err).__name__}: {str(err)[:160]})") from None
-    return frame.astype(object).where(frame.notna(), None).to_dict("records")
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    if suffix == ".parquet":
+        return rows, None
+    kept = [number for number, row in enumerate(rows) if not all(_blank(v) for v in row.values())]  # Excel's ",,,"
+    return [rows[n] for n in kept], [f"row {n + 1}" for n in kept]
 
 
 def rename_columns(rows: list[dict[str, Any]], columns: dict[str, str] | None, source: str,
@@ -256,13 +282,16 @@ def rename_columns(rows: list[dict[str, Any]], columns: dict[str, str] | None, s
 
 
 def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: str = "id",
-                relations: Sequence[str] | None = None) -> list[dict[str, Any]]:
+                relations: Sequence[str] | None = None, source: str = "the data") -> list[dict[str, Any]]:
     """Add ``relation`` from a label file (columns ``id`` or ``row``, and ``relation``), every row of it checked:
-    a problem names the label file, its row and field."""
-    labels = read_table(labels_path)
+    a problem names the label file, its row and field. Every example of ``source`` needs a label."""
+    labels, places = read_rows(labels_path)
     if not labels or "relation" not in labels[0] or join_on not in labels[0]:
         raise DataError(f"{labels_path}: a label file needs columns {join_on!r} and 'relation'")
-    by_key = label_keys(labels, labels_path, join_on, relations)
+    by_key = label_keys(labels, labels_path, join_on, relations, places)
+    if join_on == "id" and all(_blank(row.get("id")) for row in rows):
+        raise DataError(f"{source} has no 'id' column to join the labels of {labels_path} on; join them by row "
+                        "number with dataset.label_join=row")
     keys = [id_text(row.get("id")) if join_on == "id" else str(number) for number, row in enumerate(rows, start=1)]
     unmatched = [key for key in keys if key not in by_key]
     if len(unmatched) == len(keys):
@@ -272,26 +301,30 @@ def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: st
     if extra:
         raise DataError(f"{labels_path}: {len(extra)} label(s) name no example by {join_on!r}, "
                         f"e.g. {sorted(extra)[:3]}; the label file does not match this dataset")
+    if unmatched:
+        raise DataError(f"{labels_path}: no label for {len(unmatched)} of the {len(keys)} examples of {source} by "
+                        f"{join_on!r}, e.g. {unmatched[:3]}; a label file labels every example")
     return [{**row, "relation": by_key.get(key)} for row, key in zip(rows, keys)]
 
 
-def label_keys(labels: list[dict[str, Any]], path: str | Path, join_on: str, relations: Sequence[str] | None
-               ) -> dict[str, str | None]:
-    """Key -> relation of a label file's rows (rows counted from 1, as the data's)."""
+def label_keys(labels: list[dict[str, Any]], path: str | Path, join_on: str, relations: Sequence[str] | None,
+               places: Sequence[str] | None = None) -> dict[str, str | None]:
+    """Key -> relation of a label file's rows (where they are in the file as ``read_rows`` says, as the data's)."""
     by_key: dict[str, str | None] = {}
-    first: dict[str, int] = {}
+    first: dict[str, str] = {}
     for number, label in enumerate(labels, start=1):
-        where, key, relation = f"{path}, row {number}", label.get(join_on), label.get("relation")
+        place = places[number - 1] if places else f"row {number}"
+        where, key, relation = f"{path}, {place}", label.get(join_on), label.get("relation")
         if _blank(key):
             raise DataError(f"{where}, field {join_on!r}: missing; every label names the example it labels")
         key = id_text(key)
         if key in first:
-            raise DataError(f"{where}, field {join_on!r}: {key!r} is labelled twice (first at row {first[key]}); "
+            raise DataError(f"{where}, field {join_on!r}: {key!r} is labelled twice (first at {first[key]}); "
                             "keep one label per example")
         relation = None if _blank(relation) else str(relation)
         if relation is not None and relations is not None and relation not in relations:
             raise DataError(f"{where}, field 'relation': unknown label {relation!r}; known: {list(relations)}")
-        first[key], by_key[key] = number, relation
+        first[key], by_key[key] = place, relation
     return by_key
 
 
@@ -305,26 +338,41 @@ def load_bundled(name: str) -> list[dict[str, Any]]:
     return [{**q, "context": articles[q["article_id"]]["context"]} for q in read_table(folder / "examples.jsonl")]
 
 
-def load_squad(path: str | Path) -> tuple[list[dict[str, Any]], int]:
+def _squad_get(item: Any, key: str, path: str | Path, where: str, required: bool = True) -> Any:
+    """``item[key]`` of a SQuAD file; a DataError names where in its structure (``data[0].paragraphs[1]``)."""
+    if not isinstance(item, dict):
+        raise DataError(f"{path}: {where} is {type(item).__name__}, not a JSON object")
+    if required and key not in item:
+        raise DataError(f"{path}: {where} has no {key!r}")
+    return item.get(key)
+
+
+def load_squad(path: str | Path) -> tuple[list[dict[str, Any]], list[str], int]:
     """SQuAD-format JSON: each article's paragraphs joined into one context; answer = first gold answer. Returns
-    the rows and how many questions had no answer (SQuAD 2.0's unanswerable ones), which are left out."""
-    data = json.loads(_read_text(Path(path)))
-    if "data" not in data:
+    the rows, where each is in the file (``question 4``: the file's 4th question, answerable or not) and how many
+    questions had no answer (SQuAD 2.0's unanswerable ones), which are left out."""
+    data = _read_json(Path(path))
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise DataError(f"{path}: not SQuAD format (no top-level 'data' list)")
-    rows, unanswerable = [], 0
+    rows, places, unanswerable, number = [], [], 0, 0
     for a_number, article in enumerate(data["data"]):
-        paragraphs = article.get("paragraphs", [])
-        context = "\n\n".join(p["context"] for p in paragraphs)
-        for paragraph in paragraphs:
-            for qa in paragraph.get("qas", []):
-                answers = qa.get("answers") or []
+        at = f"data[{a_number}]"
+        paragraphs = _squad_get(article, "paragraphs", path, at, required=False) or []
+        texts = [_squad_get(p, "context", path, f"{at}.paragraphs[{n}]") for n, p in enumerate(paragraphs)]
+        context = "\n\n".join(texts)
+        for p_number, (paragraph, text) in enumerate(zip(paragraphs, texts)):
+            for q_number, qa in enumerate(paragraph.get("qas") or []):
+                where, number = f"{at}.paragraphs[{p_number}].qas[{q_number}]", number + 1
+                answers = _squad_get(qa, "answers", path, where, required=False) or []
                 if qa.get("is_impossible") or not answers:
                     unanswerable += 1
                     continue
                 rows.append({"id": qa.get("id"), "context": context, "question": qa.get("question"),
-                             "answer": answers[0]["text"], "relation": qa.get("relation"),
-                             "evidence": [paragraph["context"]], "article_id": article.get("title", str(a_number))})
-    return rows, unanswerable
+                             "answer": _squad_get(answers[0], "text", path, f"{where}.answers[0]"),
+                             "relation": qa.get("relation"), "evidence": [text],
+                             "article_id": article.get("title", str(a_number))})
+                places.append(f"question {number}")
+    return rows, places, unanswerable
 
 
 def load_hub(repo: str, split: str) -> list[dict[str, Any]]:
@@ -390,17 +438,17 @@ def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str]
     Unfiltered, it is the whole source: the relation classifier's training pool.
     """
     d = dataset or DatasetConfig()
-    unanswerable = 0
+    unanswerable, places = 0, None
     if d.kind == "bundled":
         source, rows = f"bundled dataset {d.name}", load_bundled(d.name)
     elif d.kind == "rag12000":
         source = str(d.path) if d.path else f"{d.hub_repo} ({d.split})"
-        rows = read_table(d.path) if d.path else load_hub(d.hub_repo, d.split)
+        rows, places = read_rows(d.path) if d.path else (load_hub(d.hub_repo, d.split), None)
     elif d.kind in ("table", "squad"):
         if not d.path:
             raise DataError(f"dataset kind {d.kind!r} needs dataset.path")
         source = str(d.path)
-        rows, unanswerable = (read_table(d.path), 0) if d.kind == "table" else load_squad(d.path)
+        rows, places, unanswerable = (*read_rows(d.path), 0) if d.kind == "table" else load_squad(d.path)
     else:
         raise DataError(f"unknown dataset kind {d.kind!r}; use bundled, rag12000, table or squad")
     if not rows:
@@ -410,8 +458,9 @@ def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str]
     if d.group:
         rows = rename_columns(rows, {"group": d.group}, source, "dataset.group")
     if d.labels_path:
-        rows = join_labels(rows, d.labels_path, d.label_join, label_set)
-    examples, report = validate(rows, source, label_set, d.on_invalid, d.evidence_separator, d.max_context_words)
+        rows = join_labels(rows, d.labels_path, d.label_join, label_set, source)
+    examples, report = validate(rows, source, label_set, d.on_invalid, d.evidence_separator, d.max_context_words,
+                                places)
     if unanswerable:
         report.rows_read += unanswerable
         report.dropped["unanswerable (no gold answer)"] += unanswerable

@@ -272,3 +272,116 @@ def test_examples_cluster_by_dataset_group_else_their_article(tmp_path):
         load_examples(DatasetConfig(kind="table", path=path, group="sorce"))
     bundled, _ = load_examples(DatasetConfig(limit=16))
     assert len({e.cluster for e in bundled}) < len(bundled) and all(e.cluster == e.article_id for e in bundled)
+
+
+def load_error(tmp_path, **dataset):
+    with pytest.raises(DataError) as raised:
+        load_examples(DatasetConfig(**dataset), label_set=LABELS)
+    return str(raised.value)
+
+
+SKIP = " (or set dataset.on_invalid=skip to drop such rows and report them)"
+
+
+def squad_file(path, *qas, paragraph=None):
+    path.write_text(json.dumps({"data": [{"title": "Mill", "paragraphs": [
+        paragraph or {"context": CONTEXT, "qas": []}, {"context": "It closed in 1901.", "qas": list(qas)}]}]}))
+    return str(path)
+
+
+def qa(qid, text="in 1901", **more):
+    return {"id": qid, "question": "When did it close?", "answers": [{"text": text, "answer_start": 10}], **more}
+
+
+@pytest.mark.parametrize("contents, message", [
+    (json.dumps(GOOD) + "\n" + json.dumps(GOOD) + "\n", "not valid JSON (Extra data at line 2, column 1)"),  # a .jsonl
+    ('{"data": [{"title": "Mill", "paragraphs": [', "not valid JSON (Expecting value at line 1, column 44)"),
+    (json.dumps([GOOD]), "not SQuAD format (no top-level 'data' list)"),
+])
+def test_a_squad_file_that_is_not_squad_json_is_one_line(tmp_path, contents, message):
+    (tmp_path / "squad.json").write_text(contents)
+    path = str(tmp_path / "squad.json")
+    assert load_error(tmp_path, kind="squad", path=path) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize("qas, paragraph, message", [
+    ([qa("a"), {"id": "b", "question": "Why?", "answers": [{"answer_start": 3}]}], None,
+     "data[0].paragraphs[1].qas[1].answers[0] has no 'text'"),
+    ([qa("a")], {"qas": []}, "data[0].paragraphs[0] has no 'context'"),
+    ([qa("a"), "Why?"], None, "data[0].paragraphs[1].qas[1] is str, not a JSON object"),
+])
+def test_a_squad_file_missing_a_key_says_where_in_its_structure(tmp_path, qas, paragraph, message):
+    path = squad_file(tmp_path / "squad.json", *qas, paragraph=paragraph)
+    assert load_error(tmp_path, kind="squad", path=path) == f"{path}: {message}"
+
+
+def test_a_squad_duplicate_is_named_by_its_id_and_place_among_all_the_file_s_questions(tmp_path):
+    path = squad_file(tmp_path / "squad.json", qa("a"), qa("b", answers=[], is_impossible=True),
+                      qa("c", answers=[]), qa("a"))
+    assert load_error(tmp_path, kind="squad", path=path) == \
+        f"{path}, question 4, field 'id': duplicate id 'a' (first at question 1){SKIP}"
+
+
+def test_a_jsonl_row_is_its_line_in_the_file_blank_lines_counted(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(f"{json.dumps(GOOD)}\n\n{json.dumps(GOOD | {'id': 'x2', 'answer': ''})}\n")
+    assert load_error(tmp_path, kind="table", path=str(path)) == \
+        f"{path}, row 3, field 'answer': empty or not text (''){SKIP}"
+    path.write_text(f"\n{json.dumps(GOOD)}\n\n{json.dumps(GOOD)}\n")
+    assert load_error(tmp_path, kind="table", path=str(path)) == \
+        f"{path}, row 4, field 'id': duplicate id 'x1' (first at row 2){SKIP}"
+    path.write_text(f"{json.dumps(GOOD)}\n\n{json.dumps(GOOD | {'id': 'x2'})}\n")
+    labels = tmp_path / "l.jsonl"
+    labels.write_text('{"id": "x1", "relation": "multi_hop"}\n\n{"id": "x1", "relation": "multi_hop"}\n')
+    assert load_error(tmp_path, kind="table", path=str(path), labels_path=str(labels)) == \
+        f"{labels}, row 3, field 'id': 'x1' is labelled twice (first at row 1); keep one label per example"
+
+
+def test_a_label_file_that_misses_examples_names_itself_and_them(tmp_path):
+    path, labels = tmp_path / "d.jsonl", tmp_path / "nolab.csv"
+    write_jsonl(path, [{"id": f"q{i}", **row} for i, row in enumerate(rag12000_rows(5))])
+    pd.DataFrame({"id": ["q0", "q2"], "relation": LABELS}).to_csv(labels, index=False)
+    assert load_error(tmp_path, kind="table", path=str(path), labels_path=str(labels)) == \
+        f"{labels}: no label for 3 of the 5 examples of {path} by 'id', e.g. ['q1', 'q3', 'q4']; a label file " \
+        "labels every example"
+
+
+def test_labels_joined_by_id_on_data_without_ids_suggest_joining_by_row(tmp_path):
+    path, labels = tmp_path / "d.jsonl", tmp_path / "l.csv"
+    write_jsonl(path, rag12000_rows(3))
+    pd.DataFrame({"id": [1, 2, 3], "relation": LABELS + ["multi_hop"]}).to_csv(labels, index=False)
+    assert load_error(tmp_path, kind="table", path=str(path), labels_path=str(labels)) == \
+        f"{path} has no 'id' column to join the labels of {labels} on; join them by row number with " \
+        "dataset.label_join=row"
+
+
+def test_a_number_is_its_text_in_every_format_a_boolean_is_not(tmp_path):
+    rows = [{"id": "a", "context": CONTEXT, "question": "How many?", "answer": 0},
+            {"id": "b", "context": CONTEXT, "question": "How many more?", "answer": 42}]
+    pd.DataFrame(rows).to_parquet(tmp_path / "d.parquet")
+    pd.DataFrame(rows).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "d.json").write_text(json.dumps(rows))
+    write_jsonl(tmp_path / "d.jsonl", rows)
+    for name in ("d.parquet", "d.csv", "d.json", "d.jsonl"):
+        examples, _ = load_examples(DatasetConfig(kind="table", path=str(tmp_path / name)))
+        assert [e.answer for e in examples] == ["0", "42"], name
+    write_jsonl(tmp_path / "b.jsonl", [rows[0] | {"answer": True}])
+    assert load_error(tmp_path, kind="table", path=str(tmp_path / "b.jsonl")) == \
+        f"{tmp_path / 'b.jsonl'}, row 1, field 'answer': empty or not text (True){SKIP}"
+
+
+def test_a_missing_field_lists_the_columns_the_file_has(tmp_path):
+    write_jsonl(tmp_path / "d.jsonl", [{"context": CONTEXT, "qestion": "When?", "answer": "1850"}])
+    assert load_error(tmp_path, kind="table", path=str(tmp_path / "d.jsonl")) == \
+        f"{tmp_path / 'd.jsonl'}, row 1: missing field(s) ['question']; the loader expects ['context', 'question', " \
+        "'answer'], it has ['answer', 'context', 'qestion'] (map other column names with dataset.columns)"
+
+
+def test_all_empty_csv_rows_are_no_rows_and_later_rows_keep_their_number(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text(f"id,context,question,answer\na,{CONTEXT},When?,1850\n,,,\nb,{CONTEXT},Why?,silt\n,,,\n,  ,,\n")
+    examples, report = load_examples(DatasetConfig(kind="table", path=str(path)))
+    assert [e.id for e in examples] == ["a", "b"] and report.rows_read == 2
+    path.write_text(f"id,context,question,answer\na,{CONTEXT},When?,1850\n,,,\nb,{CONTEXT},Why?,\n,,,\n")
+    assert load_error(tmp_path, kind="table", path=str(path)) == \
+        f"{path}, row 3, field 'answer': empty or not text (''){SKIP}"
