@@ -150,9 +150,14 @@ class EndpointConfig:
 
     def check_numbers(self, group: str) -> None:
         """The ranges of the endpoint's float settings (checked with or without an endpoint: no NaN is a setting);
-        a key variable given as '' is no variable, as null is: a keyless endpoint, never the default's key."""
+        a key variable given as '' is no variable, as null is: a keyless endpoint, never the default's key. An
+        address without a scheme would only fail at the first request, after the data is loaded."""
         if isinstance(self.api_key_env, str) and not self.api_key_env.strip():
             self.api_key_env = None
+        # not echoed: a scheme-less URL's credentials would not be recognised as such (redact_url)
+        _require(self.base_url is None or self.base_url.lower().startswith(("http://", "https://")),
+                 f"{group}.base_url must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1), or be null "
+                 f"for OpenAI")
         require_number(f"{group}.timeout", self.timeout, gt=0)
         require_number(f"{group}.deadline", self.deadline, gt=0, null=True)
         require_number(f"{group}.requests_per_minute", self.requests_per_minute, gt=0, null=True)

@@ -33,8 +33,8 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from opi.llm.cache import CallCache, call_key
 from opi.interrupt import exiting
-from opi.llm.faults import (LLMError, LLMInterrupted, backoff, count_retries, duration, pause, retriable,
-                            server_message, server_retry_after, status_reason)
+from opi.llm.faults import (MAX_RETRY_AFTER, LLMError, LLMInterrupted, backoff, count_retries, duration, honoured,
+                            pause, retriable, server_message, server_wait, status_reason)
 from opi.secrets import keep_out, redact_url
 from opi.schemas import EndpointConfig, LLMConfig
 
@@ -308,9 +308,9 @@ class Endpoint:
         client = self.openai()
         started = time.monotonic()
         deadline = None if self.settings.deadline is None else started + self.settings.deadline
-        attempts, failure = 0, ""
+        attempts, failure, wait = 0, "", None
         while True:
-            timeout = self._attempt_timeout(deadline, attempts, failure)
+            timeout = self._attempt_timeout(deadline, attempts, failure, wait)
             if exiting():
                 raise LLMInterrupted("stopped: the process is exiting")
             attempts += 1
@@ -318,48 +318,58 @@ class Endpoint:
                 with in_flight(self.settings):
                     raw = send(client, timeout)
             except (openai.APIStatusError, openai.APIConnectionError) as err:
-                failure, retry_after = self._retriable(err, attempts, started, timeout)
+                failure, wait = self._retriable(err, attempts, started, timeout)
             else:
                 return accept(raw)
-            delay = retry_after if retry_after is not None else backoff(attempts)
+            delay = honoured(wait) or backoff(attempts)
             if deadline is not None and time.monotonic() + delay >= deadline - 0.05:
-                raise self._late(attempts, failure)
+                raise self._late(attempts, failure, wait)
             log.warning("%s request to %s failed (%s); retry %d of %d in %.1f s", self.kind, self.where, failure,
                         attempts, self.settings.max_retries, delay)
             pause(delay)
 
-    def _attempt_timeout(self, deadline: float | None, attempts: int, failure: str) -> float:
+    def _attempt_timeout(self, deadline: float | None, attempts: int, failure: str, wait: float | None) -> float:
         timeout = self.settings.timeout
         if deadline is not None:
             timeout = min(timeout, deadline - time.monotonic())
             if timeout <= 0.05:
-                raise self._late(attempts, failure)
+                raise self._late(attempts, failure, wait)
         return timeout
 
     def _retriable(self, err, attempts: int, started: float, timeout: float) -> tuple[str, float | None]:
-        """What failed and the server's ``Retry-After``, when ``err`` is worth another attempt; its LLMError when
-        not, or when the retries are spent."""
+        """What failed and the wait the server asked for (``Retry-After``, however long), when ``err`` is worth
+        another attempt; its LLMError when not, or when the retries are spent."""
         import openai
 
         settings, where, group = self.settings, self.where, self.group
         spent = attempts > settings.max_retries
         retries, elapsed = count_retries(settings.max_retries), duration(time.monotonic() - started)
+        if isinstance(err, openai.AuthenticationError) and not settings.api_key_env:
+            raise LLMError(f"{where} asks for an API key (401): set {group}.api_key_env to the variable holding "
+                           f"it") from err
         if isinstance(err, openai.AuthenticationError):
             raise LLMError(f"{where} refused the API key (401): check {settings.api_key_env}") from err
-        if isinstance(err, openai.NotFoundError):
-            raise LLMError(f"{where} does not know model {settings.model!r} (404): check {group}.model") from err
+        if isinstance(err, openai.NotFoundError):  # an unknown model, or a wrong path: Ollama's plain-text 404
+            raise LLMError(f"{where} does not know model {settings.model!r} (404): check {group}.model, and that "
+                           f"{group}.base_url ends in the endpoint's API root (usually .../v1); it said: "
+                           f"{server_message(err)}") from err
         if isinstance(err, openai.APIStatusError):
             failure = f"{err.status_code} {status_reason(err.response)}"
             if not retriable(err.response):
                 raise LLMError(f"{where} refused the request: {failure} ({server_message(err)}): check "
                                f"{self._settings_named()} against what it supports") from err
+            wait = server_wait(err.response.headers)
+            if spent and wait is not None and wait > MAX_RETRY_AFTER:
+                raise LLMError(f"{where} kept answering {failure} after {retries} over {elapsed} and asked to wait "
+                               f"{duration(wait)}, beyond the {MAX_RETRY_AFTER:g} s OPI waits at most: try "
+                               f"later") from err
             if spent and err.status_code == 429:
                 raise LLMError(f"{where} kept answering {failure} after {retries} over {elapsed}: lower "
                                f"{group}.requests_per_minute/{group}.concurrency or try later") from err
             if spent:
                 raise LLMError(f"{where} answered {failure} after {retries} over {elapsed} ({server_message(err)}): "
                                f"the server is failing; check its logs or try later") from err
-            return failure, server_retry_after(err.response.headers)
+            return failure, wait
         if isinstance(err, openai.APITimeoutError):
             if spent:
                 raise LLMError(f"{where} gave no answer within {group}.timeout={settings.timeout:g} s, {retries} "
@@ -374,24 +384,33 @@ class Endpoint:
         names = [f"{self.group}.{name}" for name in self.request_settings]
         return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
-    def _late(self, attempts: int, failure: str) -> LLMError:
+    def _late(self, attempts: int, failure: str, wait: float | None = None) -> LLMError:
+        """The deadline is reached, or would be by the next wait; ``wait``: the one the server last asked for."""
         group = self.group
+        advice = f"raise {group}.deadline or {group}.timeout, or check the server"
+        if wait is not None and wait > MAX_RETRY_AFTER:
+            advice = (f"the server asked to wait {duration(wait)}, beyond the {MAX_RETRY_AFTER:g} s OPI waits at most; "
+                      f"try later")
+        elif wait is not None:
+            advice = (f"the server asked to wait {duration(wait)}, beyond what is left of {group}.deadline; raise "
+                      f"{group}.deadline or try later")
         return LLMError(f"{self.where} gave no answer within {group}.deadline={self.settings.deadline:g} s "
                         f"({attempts} attempt{'s' if attempts != 1 else ''}"
-                        f"{'; last: ' + failure if failure else ''}): raise {group}.deadline or {group}.timeout, or "
-                        f"check the server")
+                        f"{'; last: ' + failure if failure else ''}): {advice}")
 
-    def wrong_reply(self, raw, parsed: Any, expected: str, member: str) -> LLMError:
-        """What the endpoint sent instead of ``expected`` (a JSON object with ``member``), in one line."""
+    def wrong_reply(self, raw, parsed: Any, expected: str, member: str, what: str | None = None) -> LLMError:
+        """What the endpoint sent instead of ``expected`` (a JSON object with ``member``), in one line; ``what``: what
+        is wrong with it, when it is JSON with ``member``."""
         response = raw.http_response
         text = response.text
         kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
-        if "html" in kind or text.lstrip()[:1] == "<":
-            what = "an HTML page"
-        elif parsed is None or isinstance(parsed, (str, bytes)):
-            what = "invalid JSON"
-        else:
-            what = f"JSON without {member!r}"
+        if what is None:
+            if "html" in kind or text.lstrip()[:1] == "<":
+                what = "an HTML page"
+            elif parsed is None or isinstance(parsed, (str, bytes)):
+                what = "invalid JSON"
+            else:
+                what = f"JSON without {member!r}"
         snippet = " ".join(text.split())[:60]
         return LLMError(f"{self.where} answered with something that is not {expected} ({what}, HTTP "
                         f"{response.status_code} {kind}: {snippet!r}): check {self.group}.base_url points at an "
@@ -412,6 +431,18 @@ class CallRecord:
     cached: bool
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+
+def text_of(content: Any) -> str | None:
+    """A reply's content as text: a string, or its text parts' text (``[{"type": "text", "text": ...}]``, as some
+    servers send); None when it is neither."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(part, dict) for part in content):
+        texts = [part.get("text") for part in content if part.get("type") == "text"]
+        if all(isinstance(text, str) for text in texts):
+            return "".join(texts)
+    return None
 
 
 def _tokens(usage: Any) -> tuple[int, int]:
@@ -537,6 +568,14 @@ class ChatClient:
         parsed = parsed_reply(raw)
         choices = getattr(parsed, "choices", None)
         if isinstance(choices, list) and choices and getattr(choices[0], "message", None) is not None:
+            message = choices[0].message
+            if getattr(message, "content", None) is None:  # no answer: a refusal, or nothing
+                return parsed
+            text = text_of(message.content)
+            if text is None:
+                raise self.endpoint.wrong_reply(raw, parsed, "a chat completion", "choices",
+                                                "message content that is not text")
+            message.content = text
             return parsed
         raise self.endpoint.wrong_reply(raw, parsed, "a chat completion", "choices")
 

@@ -70,8 +70,9 @@ def retriable(response) -> bool:
     return response.status_code in (408, 409, 429) or response.status_code >= 500
 
 
-def server_retry_after(headers) -> float | None:
-    """The server's ``Retry-After`` (or ``retry-after-ms``) in seconds, if it gives a usable one (0-60 s)."""
+def server_wait(headers) -> float | None:
+    """The wait in seconds the server's ``Retry-After`` (or ``retry-after-ms``) asks for, if it gives one, however
+    long: a wait beyond ``MAX_RETRY_AFTER`` is not honoured, but the final message says it."""
     delay = None
     for name, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
         value = headers.get(name)
@@ -85,9 +86,17 @@ def server_retry_after(headers) -> float | None:
             except (TypeError, ValueError):
                 continue
         break
-    if delay is None or not math.isfinite(delay) or not 0 < delay <= MAX_RETRY_AFTER:
-        return None
-    return delay
+    return delay if delay is not None and math.isfinite(delay) and delay > 0 else None
+
+
+def honoured(wait: float | None) -> float | None:
+    """The server's wait if OPI waits that long (0-60 s), else None: its own backoff instead."""
+    return wait if wait is not None and wait <= MAX_RETRY_AFTER else None
+
+
+def server_retry_after(headers) -> float | None:
+    """The server's ``Retry-After`` (or ``retry-after-ms``) in seconds, if it gives a usable one (0-60 s)."""
+    return honoured(server_wait(headers))
 
 
 def backoff(attempt: int) -> float:

@@ -6,7 +6,9 @@ exactly what a fault-free run produces. ``faults`` maps request-arrival index (m
 ``stall_seconds``), an HTTP 200 that is not a chat completion: ``"badjson"`` (``{not json``), ``"html"`` (a
 text/html page) or ``"nochoices"`` (JSON without ``choices``), or a chat completion that is no answer: ``"empty"``
 (content ``""``) or ``"refusal"`` (content ``null`` and a ``refusal``). ``mode`` applies one fault to every request (an
-endpoint that is always wrong, e.g. ``mode="429"``: rate limited forever).
+endpoint that is always wrong, e.g. ``mode="429"``: rate limited forever). ``content_as`` makes a reply's content as
+sent from its text (e.g. a list of text parts, as some servers send); ``strict_paths``: a POST anywhere but
+``/v1/chat/completions`` or ``/v1/embeddings`` is answered 404 with a plain-text ``404 page not found``, as Ollama does.
 
 ``POST /v1/embeddings`` answers with deterministic vectors (``hash_vectors``: 8 numbers a text, or the request's
 ``dimensions``), or those ``vectors`` gives (a list of texts -> a list of vectors, e.g. a local model's), listed in
@@ -20,7 +22,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 
 FAULTS = ("429", "500", "400", "stall", "badjson", "html", "nochoices", "empty", "refusal")
@@ -46,8 +48,10 @@ class FakeOpenAI:
     def __init__(self, latency: float = 0.0, faults: dict[int, str] | None = None, period: int = 10,
                  stall_seconds: float = 2.0, retry_after: str = "0.2", known_models: set[str] | None = None,
                  api_key: str | None = None, mode: str | None = None, empty_when: str | None = None,
-                 refuse_when: str | None = None, vectors: Callable[[list[str]], Sequence] | None = None):
+                 refuse_when: str | None = None, vectors: Callable[[list[str]], Sequence] | None = None,
+                 content_as: Callable[[str], Any] | None = None, strict_paths: bool = False):
         self.vectors = vectors
+        self.content_as, self.strict_paths = content_as, strict_paths
         self.embedding_bodies: list[dict] = []
         self.latency, self.faults, self.period, self.mode = latency, faults or {}, period, mode
         # replies that are no answer for the requests whose last message holds this text (asked again: the same)
@@ -136,6 +140,8 @@ class FakeOpenAI:
                     if self.path.endswith("/embeddings"):
                         fake.embedding_bodies.append(body)
                 try:
+                    if fake.strict_paths and self.path not in ("/v1/chat/completions", "/v1/embeddings"):
+                        return self._send(404, b"404 page not found", content_type="text/plain")
                     if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
                         return self._send(401, {"error": {"message": "Incorrect API key provided"}})
                     if fake.known_models is not None and body["model"] not in fake.known_models:
@@ -166,7 +172,8 @@ class FakeOpenAI:
                     if self.path.endswith("/embeddings"):
                         return self._send(200, embeddings_reply(body, fake.vectors_for(body)))
                     content = "" if fault == "empty" else None if fault == "refusal" else fake.reply_for(body)
-                    message = {"role": "assistant", "content": content,
+                    sent = content if fake.content_as is None or content is None else fake.content_as(content)
+                    message = {"role": "assistant", "content": sent,
                                **({"refusal": "I can't help with that."} if fault == "refusal" else {})}
                     self._send(200, {
                         "id": f"chatcmpl-{index}", "object": "chat.completion", "created": 0, "model": body["model"],

@@ -45,6 +45,9 @@ REFUSED = [
     (lambda: endpoint(deadline=-1), "llm.deadline must be a finite number > 0 or null, got -1"),
     (lambda: endpoint(requests_per_minute=0), "llm.requests_per_minute must be a finite number > 0 or null, got 0"),
     (lambda: endpoint(tokens_per_minute=0), "llm.tokens_per_minute must be a finite number > 0 or null, got 0"),
+    (lambda: endpoint(base_url="127.0.0.1:18777/v1"), "llm.base_url must start with http:// or https:// (e.g. "
+                                                      "http://127.0.0.1:8000/v1), or be null for OpenAI"),
+    (lambda: EmbeddingConfig(base_url="localhost:8000/v1"), "embedding.base_url must start with http:// or https://"),
     (lambda: MetricsConfig(correctness_weights=[1.0]), "metrics.correctness_weights: two non-negative numbers"),
     (lambda: MetricsConfig(correctness_weights=[0, 0]), "metrics.correctness_weights: two non-negative numbers"),
     (lambda: MetricsConfig(correctness_weights=[-1, 2]), "metrics.correctness_weights must be a finite number >= 0, got -1"),
@@ -92,6 +95,8 @@ ACCEPTED = [
     lambda: MetricsConfig(correctness_weights=[0, 1], beta=0.1, betas=[0.1]),
     lambda: endpoint(deadline=None, max_retries=0, concurrency=1),
     lambda: endpoint(deadline=0.5),
+    lambda: endpoint(base_url="HTTPS://gateway.example/v1"),
+    lambda: EmbeddingConfig(base_url="http://user:secret@127.0.0.1:8000/v1"),
     lambda: RelationsConfig(gold=None),
 ]
 
@@ -99,6 +104,13 @@ ACCEPTED = [
 @pytest.mark.parametrize("make", ACCEPTED)
 def test_the_smallest_valid_settings_are_accepted(make):
     make()
+
+
+def test_a_base_url_without_a_scheme_is_refused_without_its_credentials():
+    # urlsplit reads "user" as the scheme here: no redaction would find the password
+    with pytest.raises(ValueError) as raised:
+        endpoint(base_url="user:secret@127.0.0.1:8000/v1")
+    assert str(raised.value).startswith("llm.base_url must start with http://") and "secret" not in str(raised.value)
 
 
 def test_without_a_model_the_llm_request_settings_are_not_checked():

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from opi.llm.cache import CallCache
-from opi.llm.client import (ChatClient, LLMError, LLMInterrupted, TokenWindow, Usage, api_key, json_reply_format,
-                            object_schema)
+from opi.llm.client import (ChatClient, Endpoint, EndpointUsage, LLMError, LLMInterrupted, TokenWindow, Usage, api_key,
+                            json_reply_format, object_schema)
 from opi.schemas import LLMConfig
 from tests.helpers.fake_openai import FakeOpenAI
 
@@ -216,8 +216,9 @@ def test_clear_errors_for_key_model_and_address(monkeypatch):
         with pytest.raises(LLMError, match=r"refused the API key \(401\): check OPI_TEST_KEY"):
             ChatClient(settings(server.base_url, api_key_env="OPI_TEST_KEY")).complete(HI)
         monkeypatch.setenv("OPI_TEST_KEY", "right")
-        with pytest.raises(LLMError, match=r"does not know model 'fake-model' \(404\): check llm.model"):
+        with pytest.raises(LLMError, match=r"does not know model 'fake-model' \(404\): check llm.model") as raised:
             ChatClient(settings(server.base_url, api_key_env="OPI_TEST_KEY")).complete(HI)
+        assert str(raised.value).endswith("; it said: model fake-model not found")
     with pytest.raises(LLMError, match=r"cannot reach http://127.0.0.1:9/v1 after 1 retries"):
         ChatClient(settings("http://127.0.0.1:9/v1", max_retries=1, timeout=1)).complete(HI)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -226,6 +227,28 @@ def test_clear_errors_for_key_model_and_address(monkeypatch):
     with pytest.raises(LLMError, match="llm.api_key_env names MY_UNSET_VAR, which is not set"):  # also a gateway's
         ChatClient(settings("http://127.0.0.1:9/v1", api_key_env="MY_UNSET_VAR")).complete(HI)
     assert api_key(settings("http://127.0.0.1:9/v1", api_key_env="")) == "not-needed"  # as null
+
+
+def test_a_wrong_path_s_404_says_the_server_s_words_and_where_base_url_should_end():
+    with FakeOpenAI(strict_paths=True) as server:  # Ollama's plain-text 404
+        root = server.base_url.removesuffix("/v1")
+        with pytest.raises(LLMError) as raised:
+            ChatClient(settings(root)).complete(HI)
+        assert len(server.arrivals) == 1  # not retried
+    assert str(raised.value) == (f"{root} does not know model 'fake-model' (404): check llm.model, and that "
+                                 f"llm.base_url ends in the endpoint's API root (usually .../v1); it said: 404 page "
+                                 f"not found")
+
+
+@pytest.mark.parametrize("group", ["llm", "metrics.similarity"])
+def test_a_keyless_config_against_an_endpoint_that_wants_a_key_says_to_name_the_key_variable(group):
+    with FakeOpenAI(api_key="right") as server:
+        endpoint = Endpoint(settings(server.base_url), EndpointUsage(), group)
+        with pytest.raises(LLMError) as raised:
+            endpoint.call(lambda client, timeout: client.chat.completions.with_raw_response.create(
+                model="fake-model", messages=HI, timeout=timeout), lambda raw: raw)
+    assert str(raised.value) == (f"{server.base_url} asks for an API key (401): set {group}.api_key_env to the "
+                                 f"variable holding it")
 
 
 def test_a_refused_request_is_not_retried_and_says_why():
@@ -264,14 +287,34 @@ def test_no_request_outlives_the_deadline(caplog):
     assert any("failed (no answer within 1 s); retry 1 of 6" in r.getMessage() for r in caplog.records)
 
 
-def test_a_retry_after_beyond_the_deadline_ends_the_request_at_once():
+def test_a_retry_after_beyond_the_deadline_ends_the_request_at_once_saying_the_wait():
     with FakeOpenAI(mode="429", retry_after="20") as server:
         client = ChatClient(settings(server.base_url, deadline=5))
         started = time.monotonic()
-        with pytest.raises(LLMError, match=r"no answer within llm\.deadline=5 s \(1 attempt; last: 429 Too Many "
-                                           r"Requests\)"):
+        with pytest.raises(LLMError) as raised:
             client.complete(HI)
         assert time.monotonic() - started < 4 and len(server.arrivals) == 1
+    assert str(raised.value) == (f"{server.base_url} gave no answer within llm.deadline=5 s (1 attempt; last: 429 Too "
+                                 f"Many Requests): the server asked to wait 20 s, beyond what is left of "
+                                 f"llm.deadline; raise llm.deadline or try later")
+
+
+def test_a_retry_after_beyond_a_minute_is_not_waited_for_but_said():
+    # OPI waits 60 s at most: its own backoff (0.5 s, 1 s) instead, and the final message says what the server asked
+    with FakeOpenAI(mode="429", retry_after="120") as server:
+        client = ChatClient(settings(server.base_url))
+        with pytest.raises(LLMError) as raised:
+            client.complete(HI)
+        assert len(server.arrivals) == 3
+    assert re.fullmatch(re.escape(server.base_url) + r" kept answering 429 Too Many Requests after 2 retries over "
+                        r"\d\.\d s and asked to wait 120 s, beyond the 60 s OPI waits at most: try later",
+                        str(raised.value)), raised.value
+    with FakeOpenAI(mode="429", retry_after="120") as server:  # the deadline ends the backoff first
+        with pytest.raises(LLMError) as raised:
+            ChatClient(settings(server.base_url, deadline=1)).complete(HI)
+    assert re.fullmatch(re.escape(server.base_url) + r" gave no answer within llm\.deadline=1 s \(\d attempts?; last: "
+                        r"429 Too Many Requests\): the server asked to wait 120 s, beyond the 60 s OPI waits at most; "
+                        r"try later", str(raised.value)), raised.value
 
 
 def test_clients_side_by_side_keep_to_the_endpoints_concurrency():
@@ -418,6 +461,30 @@ class LongWinded(FakeOpenAI):
     def reply_for(body: dict) -> str:
         wanted = int(body["messages"][-1]["content"].split()[0])
         return ("All work and no play. " * (wanted // 22 + 1))[:wanted]
+
+
+def test_a_reply_in_text_parts_is_their_text_joined(tmp_path):
+    expected = FakeOpenAI.reply_for({"messages": HI})
+
+    def parts(text):
+        return [{"type": "text", "text": text[:6]}, {"type": "image_url", "image_url": {"url": "x"}},
+                {"type": "text", "text": text[6:]}]
+
+    with FakeOpenAI(content_as=parts) as server:
+        cache = CallCache(tmp_path / "calls.sqlite")
+        assert ChatClient(settings(server.base_url), cache).complete(HI) == expected
+        assert ChatClient(settings(server.base_url), cache).complete(HI) == expected  # cached as text
+        assert len(server.arrivals) == 1
+
+
+@pytest.mark.parametrize("content", [{"text": "hi"}, 42, [{"type": "text", "text": 5}], ["hi"]])
+def test_a_reply_whose_content_is_not_text_is_not_a_chat_completion(content):
+    with FakeOpenAI(content_as=lambda text: content) as server:
+        with pytest.raises(LLMError) as raised:
+            ChatClient(settings(server.base_url)).complete(HI)
+    assert str(raised.value).startswith(f"{server.base_url} answered with something that is not a chat completion "
+                                        f"(message content that is not text, HTTP 200 application/json: ")
+    assert str(raised.value).endswith("): check llm.base_url points at an OpenAI-compatible /v1 endpoint")
 
 
 def test_a_reply_far_longer_than_max_tokens_allows_is_cut_and_counted_and_a_fair_one_is_not(tmp_path):

@@ -8,8 +8,8 @@ import pytest
 
 from opi import interrupt
 from opi.llm import faults
-from opi.llm.faults import (LLMError, LLMInterrupted, backoff, count_retries, duration, pause, retriable,
-                            server_message, server_retry_after, status_reason)
+from opi.llm.faults import (LLMError, LLMInterrupted, backoff, count_retries, duration, honoured, pause, retriable,
+                            server_message, server_retry_after, server_wait, status_reason)
 
 
 def test_interrupted_is_an_llm_error():
@@ -54,6 +54,21 @@ def test_retriable_is_openais_rule(status, headers, expected):
 ])
 def test_server_retry_after(headers, expected):
     assert server_retry_after(httpx.Headers(headers)) == expected
+
+
+@pytest.mark.parametrize("headers, expected", [
+    ({"retry-after": "120"}, 120.0),  # however long: the final message says it
+    ({"retry-after-ms": "90000"}, 90.0),
+    ({"retry-after": "0"}, None),
+    ({"retry-after": "inf"}, None),
+    ({"retry-after": "whenever"}, None),
+])
+def test_server_wait_is_what_the_server_asked_for(headers, expected):
+    assert server_wait(httpx.Headers(headers)) == expected
+
+
+def test_only_a_wait_of_a_minute_at_most_is_honoured():
+    assert (honoured(None), honoured(0.5), honoured(60.0), honoured(60.5)) == (None, 0.5, 60.0, None)
 
 
 def test_server_retry_after_as_an_http_date():
