@@ -15,6 +15,8 @@ from mlflow import MlflowClient
 from flows.tracking.notes import NOTE, limited
 
 RACE_FILE = "race.json"  # a race's outcome, in its sweep's folder
+RACE_NOTE = "**Race.**"  # how the race's verdict begins the parent's description
+RACE_SUMMARY_TAG = "opi.race"  # on the parent: how many survived, by which metric
 
 
 def log_race(client: MlflowClient, parent_run_id: str, outcome: dict[str, Any]) -> None:
@@ -22,13 +24,14 @@ def log_race(client: MlflowClient, parent_run_id: str, outcome: dict[str, Any]) 
     text = verdict(outcome)
     with tempfile.TemporaryDirectory() as folder:
         table.to_csv(Path(folder) / "race.csv", index=False)
-        (Path(folder) / "race.md").write_text(f"# Race\n\n{text}\n\n{table.to_markdown(index=False)}\n")
+        shown = table.astype(object).where(table.notna(), None).to_markdown(index=False, missingval="")
+        (Path(folder) / "race.md").write_text(f"# Race\n\n{text}\n\n{shown}\n")
         client.log_artifacts(parent_run_id, folder, "race")
     before = client.get_run(parent_run_id).data.tags.get(NOTE, "")
-    client.set_tag(parent_run_id, NOTE, limited(f"**Race.** {text} The race table: Artifacts, race/race.md."
+    client.set_tag(parent_run_id, NOTE, limited(f"{RACE_NOTE} {text} The race table: Artifacts, race/race.md."
                                                 f"\n\n{before}"))
-    client.set_tag(parent_run_id, "opi.race", f"{len(outcome['survivors'])} of {outcome['configurations']} "
-                                              f"survived, by {outcome['metric']}")
+    client.set_tag(parent_run_id, RACE_SUMMARY_TAG, f"{len(outcome['survivors'])} of {outcome['configurations']} "
+                                                    f"survived, by {outcome['metric']}")
 
 
 def read_outcome(sweep_dir: str | Path) -> dict[str, Any] | None:
@@ -69,7 +72,7 @@ def race_table(outcome: dict[str, Any]) -> pd.DataFrame:
 
 def raced(client: MlflowClient, parent_run_id: str) -> str | None:
     """A raced sweep's race table and verdict (its parent's ``race/race.md``), or None for a grid."""
-    if "opi.race" not in client.get_run(parent_run_id).data.tags:
+    if RACE_SUMMARY_TAG not in client.get_run(parent_run_id).data.tags:
         return None
     with tempfile.TemporaryDirectory() as folder:
         return Path(client.download_artifacts(parent_run_id, "race/race.md", folder)).read_text()

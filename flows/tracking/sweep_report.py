@@ -17,11 +17,12 @@ from flows.orchestration import tasks
 from flows.orchestration.hashing import content_hash
 from flows.orchestration.kept import recalled
 from flows.orchestration.files import write_atomically
-from flows.tracking.race_report import raced
+from flows.tracking.race_report import RACE_NOTE, RACE_SUMMARY_TAG, raced
 from flows.tracking.notes import (NOTE, Placed, fixed_line, limited, placement_notes, ranking_table, shown_metric,
                                   with_interval)
 from flows.tracking.store import existing_store
 from flows.base.errors import CommandError
+from flows.base.store_checks import writable_folder
 from flows.tracking.sweeps import (DESCRIPTION, child_predictions, children, description, display_names, find_sweep,
                                    sweep_incomplete, sweep_settings, yardsticks)
 from opi.metrics.names import BERTSIM, LRCR, OPI_1
@@ -212,10 +213,16 @@ def sweep_configurations(client: MlflowClient, parent_run_id: str, settings: Rep
         settings = dataclasses.replace(settings, gold_source=first_child.data.tags.get("gold_relation_source"))
     if settings.scope is None:
         settings = dataclasses.replace(settings, scope=first_child.data.params.get("retrieval.scope", "article"))
-    incomplete = sweep_incomplete(client.get_run(parent_run_id), len(found), eliminated)
+    parent = client.get_run(parent_run_id)
+    incomplete = sweep_incomplete(parent, len(found), eliminated)
     if incomplete:
         log.warning("sweep %s: %s", parent_run_id, incomplete)
         settings = dataclasses.replace(settings, incomplete=incomplete)
+    if RACE_SUMMARY_TAG in parent.data.tags:
+        settings = dataclasses.replace(settings, raced=(
+            f"a race in which {parent.data.tags[RACE_SUMMARY_TAG]}; this report compares the survivors and the bounds, on the same "
+            f"examples, and leaves out the {eliminated} eliminated early (the race table: the parent run's "
+            "race/race.md)"))
     return [configuration(run, names[run.info.run_id], frame) for run, frame in found.values()], relations, settings
 
 
@@ -266,7 +273,10 @@ def describe_report(client: MlflowClient, parent_run_id: str, report: SweepRepor
     ids = {name: run_id for run_id, name in names.items()}
     for run_id, line in placement_notes(ranking_of_report(report, ids), report.rank_by).items():
         client.set_tag(run_id, NOTE, line)
-    client.set_tag(parent_run_id, NOTE, limited(f"{report.summary_markdown()}\n\n{REPORT_FILES}"))
+    before = client.get_run(parent_run_id).data.tags.get(NOTE, "")
+    race = before.split("\n\n", 1)[0] if before.startswith(RACE_NOTE) else None  # the race's verdict stays first
+    client.set_tag(parent_run_id, NOTE, limited("\n\n".join(filter(None, [race, report.summary_markdown(),
+                                                                          REPORT_FILES]))))
 
 
 def log_sweep_report(client: MlflowClient, parent_run_id: str, settings: ReportSettings, out: Path | None = None,
@@ -311,14 +321,23 @@ def report_of_sweep(tracking_uri: str, experiment: str, sweep: str | None, out: 
     given, logged to its parent run; says where it wrote."""
     client = existing_store(tracking_uri)  # a store that is not there is not created
     parent = find_sweep(client, experiment, sweep)
+    if out is not None:  # before the work
+        writable_folder(Path(out), "--out")
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise CommandError(f"--out {out}: cannot make that folder ({err.strerror or err})") from None
     ran_with = sweep_settings(client, parent)
     beta = beta if beta is not None else float(ran_with.get("metrics.beta", 1.0))
     seed = seed if seed is not None else int(ran_with.get("seed", 0))
     log.info("report of sweep %s at β = %g, seed %d", parent, beta, seed)
     report = log_sweep_report(client, parent, ReportSettings(config, beta, seed), out)
+    race = raced(client, parent)
+    if report is None and race is None:
+        raise CommandError(f"sweep {parent}: no configuration of it has results, so there is nothing to report (it "
+                           "failed or was stopped before one finished: its opi-eval command, run again, resumes it)")
     if report is not None:
         log.info("%s", where_written(client, parent, out))
-    race = raced(client, parent)
     if race is not None:  # a race: its report compares the survivors; the race says what happened to the rest
         log.info("%s\n(the race table: the parent run's race/race.md%s)", race.split("\n\n")[1],
                  f", copied to {Path(out).resolve() / 'race.md'}" if out is not None else "")

@@ -41,6 +41,7 @@ class ReportSettings:
     seed: int = 0
     gold_source: str | None = None  # labels | classifier | none (relations.gold of the runs)
     incomplete: str | None = None  # why the sweep's report covers fewer configurations than it planned
+    raced: str | None = None  # a raced sweep: what its race left out of the report
     scope: str | None = None  # article | corpus (retrieval.scope of the runs)
     fixed: tuple[tuple[str, str], ...] = ()  # the parts every configuration shares (opi.naming.short_names)
 

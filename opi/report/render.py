@@ -54,6 +54,8 @@ def header(report: SweepReport) -> list[str]:
             lines.append(f"**Warning**: {d.warning}.")
     if s.incomplete:
         lines.append(f"**Incomplete sweep**: {s.incomplete}.")
+    if s.raced:
+        lines.append(f"**Raced sweep**: {s.raced}.")
     return lines
 
 

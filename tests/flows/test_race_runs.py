@@ -69,6 +69,10 @@ def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_
                    parent.info.run_id, "--out", str(tmp_path / "copy"))
     assert "Race of 2 configurations by bertsim" in said and "the parent run's race/race.md" in said
     assert (tmp_path / "copy" / "race.md").read_text().startswith("# Race")
+    assert "nan" not in (tmp_path / "copy" / "race.md").read_text()
+    rebuilt = client.get_run(parent.info.run_id).data.tags["mlflow.note.content"]
+    assert rebuilt.startswith("**Race.** Race of 2 configurations by bertsim")  # the report kept the verdict first
+    assert "**Raced sweep**: a race in which " in (tmp_path / "copy" / "report.md").read_text()
 
 
 @pytest.mark.slow
