@@ -158,9 +158,40 @@ def check_stores(config: OPIConfig) -> None:
         intact_sqlite(Path(uri.removeprefix("sqlite:///")), "tracking.tracking_uri", MLFLOW_FIX)
     elif uri.startswith("file:") or "://" not in uri:
         writable_folder(Path(uri.removeprefix("file://").removeprefix("file:")), "tracking.tracking_uri")
+    problem = tracking_server_problem(uri)
+    if problem:
+        raise StoreError(problem)
     location = config.tracking.artifacts()
     if location and "://" not in location:
         writable_folder(Path(location), "tracking.artifact_location")
+
+
+_ANSWERED: set[str] = set()  # tracking servers that answered this process
+SERVER_WAIT_S = 10  # how long a tracking server is given to answer at the start (MLflow itself retries for minutes)
+
+
+def tracking_server_problem(uri: str, setting: str = "tracking.tracking_uri") -> str | None:
+    """Why an http(s) tracking server cannot be used (None: it answers, or the store is no server), checked once a
+    process: any HTTP answer to its /health counts, so a proxy's or an authenticating server's refusal is left to
+    MLflow to name."""
+    if not uri.startswith(("http://", "https://")) or uri in _ANSWERED:
+        return None
+    import urllib.error
+    import urllib.request
+
+    from opi.secrets import redact_url
+
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=SERVER_WAIT_S):
+            pass
+    except urllib.error.HTTPError:  # it answered
+        pass
+    except (OSError, ValueError) as err:
+        reason = getattr(err, "reason", err)
+        return (f"{setting}={redact_url(uri)}: no MLflow tracking server answers there ({reason}): start it, or "
+                "point the setting at the running one")
+    _ANSWERED.add(uri)
+    return None
 
 
 def places(config: OPIConfig) -> dict[str, tuple[Path, str]]:

@@ -30,8 +30,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ReportConfig(True, args.confidence, args.resamples, args.alpha, args.permutations)
         if args.beta is not None and not (args.beta > 0 and math.isfinite(args.beta)):
             raise ValueError(f"--beta must be a finite number > 0, got {args.beta}")
+        if args.seed is not None and args.seed < 0:
+            raise ValueError(f"--seed must be a whole number >= 0, got {args.seed}")
     except ValueError as err:
-        parser.error(str(err))
+        parser.error(str(err).replace("report.", "--"))  # the options' names, not the config's
     return args
 
 

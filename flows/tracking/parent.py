@@ -16,7 +16,9 @@ from mlflow import MlflowClient
 from mlflow.entities import Param
 from omegaconf import DictConfig, OmegaConf
 
+from flows.base.errors import EXIT_USER_ERROR
 from flows.base.progress import planned, ui_pointer
+from flows.base.store_checks import tracking_server_problem
 from flows.tracking.race_report import log_race, read_outcome
 from flows.tracking.runs import PARENT_ENV, run_tags
 from flows.tracking.store import open_experiment
@@ -84,6 +86,10 @@ class MultirunParentRun(Callback):
         tracking: TrackingConfig = OmegaConf.to_object(config.tracking)
         if not tracking.enabled:
             return
+        problem = tracking_server_problem(tracking.tracking_uri)
+        if problem:  # Hydra turns a callback's exception into a warning and goes on: the sweep ends here instead
+            log.error("%s", problem)
+            raise SystemExit(EXIT_USER_ERROR)
         client, experiment_id = open_experiment(tracking)
         overrides = redact_text(" ".join(config.hydra.overrides.task)) or "defaults"
         experiment = config.hydra.runtime.choices.get("experiment") or "sweep"

@@ -20,7 +20,7 @@ from sqlalchemy.pool import Pool
 
 from flows.base import store_checks
 from flows.base.errors import CommandError, from_sqlite
-from flows.base.store_checks import MLFLOW_FIX, PLACES, busy, intact_sqlite
+from flows.base.store_checks import MLFLOW_FIX, PLACES, busy, intact_sqlite, tracking_server_problem
 from flows.tracking.owners import gone
 from opi.schemas import TrackingConfig
 from opi.memory import MEMORY
@@ -119,6 +119,9 @@ def existing_store(tracking_uri: str) -> MlflowClient:
         if not folder.is_dir():
             raise CommandError(f"no MLflow store at {folder}: run a sweep first (opi-eval -m ...), or name the "
                                "store with --tracking-uri")
+    problem = tracking_server_problem(tracking_uri, "--tracking-uri")
+    if problem:
+        raise CommandError(problem)
     return MlflowClient(tracking_uri)
 
 

@@ -41,3 +41,26 @@ def test_opi_report_ranks_by_the_sweeps_beta_and_seed(tmp_path):
     for row in overall.to_dict("records"):  # the same OPI-2 the run logged
         assert row["opi_2"] == pytest.approx(by_name[row["configuration"]].data.metrics["opi_2"])
     assert client.get_run(sweep.info.run_id).data.metrics["best_opi_2"] == pytest.approx(overall["opi_2"].max())
+
+
+def test_bad_options_are_named_as_typed(capsys):
+    for argv, said in [(["--seed", "-1"], "--seed must be a whole number >= 0, got -1"),
+                       (["--alpha", "2"], "--alpha must be a finite number in (0, 1), got 2.0"), (["--beta", "0"], "--beta must be")]:
+        with pytest.raises(SystemExit) as stopped:
+            report.parse_args(argv)
+        assert stopped.value.code == 2 and said in capsys.readouterr().err, argv
+
+
+def test_a_folder_it_cannot_write_or_a_sweep_without_results_is_one_line(tmp_path, caplog):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("opi", artifact_location=str(tmp_path / "artifacts"))
+    sweep = client.create_run(experiment, tags={"opi.role": "sweep"}).info.run_id  # stopped before any result
+    (tmp_path / "taken").write_text("a file")
+    for extra, expected in [(["--out", str(tmp_path / "taken")], f"--out: {tmp_path / 'taken'} is a file"),
+                            ([], f"sweep {sweep}: no configuration of it has results, so there is nothing to report")]:
+        caplog.clear()
+        with caplog.at_level(logging.ERROR, logger="opi"), pytest.raises(SystemExit) as stopped:
+            report.main(["--tracking-uri", uri, "--sweep", sweep, *extra])
+        errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+        assert stopped.value.code == 2 and len(errors) == 1 and expected in errors[0], errors
