@@ -25,6 +25,22 @@ STORE_NAMES = {"paths.cache_dir": "the stage cache", "paths.llm_cache": "the LLM
                "paths.embedding_store": "the embedding store", "tracking.tracking_uri": "the MLflow store",
                "tracking.artifact_location": "the MLflow artifacts"}
 _COMPOSED: list[bool] = []  # set once Hydra has composed a configuration and handed it to OPI
+_LAST_ERROR: list[str] = []  # the last error line OPI said in this process (``keep_last_error``)
+
+
+class _LastError(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        _LAST_ERROR[:] = [record.getMessage()]
+
+
+def keep_last_error() -> None:
+    """Remember the last error line OPI says, for what closes the process's runs (a failed sweep says why)."""
+    if not any(isinstance(h, _LastError) for h in log.handlers):
+        log.addHandler(_LastError(logging.ERROR))
+
+
+def last_error() -> str | None:
+    return _LAST_ERROR[0] if _LAST_ERROR else None
 
 
 class CommandError(Exception):

@@ -22,7 +22,8 @@ import warnings
 from typing import Any, Callable, NoReturn
 
 from flows.orchestration.server import start_temporary_server, stop_temporary_server
-from flows.base.errors import EXIT_USER_ERROR, explained, keep_traceback_in_log_file, was_composed
+from flows.base.errors import (EXIT_USER_ERROR, explained, keep_last_error, keep_traceback_in_log_file,
+                               was_composed)
 from flows.run.redaction import redact_log_records
 from opi.interrupt import native_work_abandoned, stop_requests
 from opi.schemas import TrackingConfig
@@ -83,6 +84,7 @@ def start_command(early_prefect: bool = False) -> None:
         warnings.filterwarnings("ignore", category=FutureWarning)
     keep_out(*secret_values().values())  # keys in variables named as keys: masked wherever a server echoes one
     redact_log_records()
+    keep_last_error()
     for key in ("NO_PROXY", "no_proxy"):  # Prefect's server, the local LLM server, the UI test: all on loopback
         hosts = [h for h in os.environ.get(key, "").split(",") if h]
         os.environ[key] = ",".join(dict.fromkeys([*hosts, "127.0.0.1", "localhost"]))

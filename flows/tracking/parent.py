@@ -1,7 +1,7 @@
 """The sweep's parent MLflow run, as a Hydra callback: opened when a multirun starts (after ``Preflight`` has
 checked it) with the sweep as its params, every job a child of it, closed with the comparison table, the report and
-the runs' descriptions when the multirun ends, or as KILLED when the process stops early. Only tracking: with
-``tracking=none`` it does nothing."""
+the runs' descriptions when the multirun ends; as KILLED when the process is stopped, FAILED (saying why) when an
+error ends it. Only tracking: with ``tracking=none`` it does nothing."""
 from __future__ import annotations
 
 import atexit
@@ -16,9 +16,10 @@ from mlflow import MlflowClient
 from mlflow.entities import Param
 from omegaconf import DictConfig, OmegaConf
 
-from flows.base.errors import EXIT_USER_ERROR
+from flows.base.errors import EXIT_USER_ERROR, last_error
 from flows.base.progress import planned, ui_pointer
 from flows.base.store_checks import tracking_server_problem
+from flows.tracking.notes import NOTE, limited
 from flows.tracking.race_report import log_race, read_outcome
 from flows.tracking.runs import PARENT_ENV, run_tags
 from flows.tracking.store import open_experiment
@@ -26,7 +27,8 @@ from flows.tracking.sweep_report import log_sweep_report, log_sweep_summary
 from hydra_plugins.opi_sweeper import grids_of
 from opi.metrics.names import BERTSIM, OPI_1
 from opi.report import ReportSettings
-from opi.schemas import ReportConfig, TrackingConfig
+from opi.interrupt import exiting
+from opi.schemas import MAX_TAG_VALUE, ReportConfig, TrackingConfig
 from opi.secrets import is_secret_name, redact_text
 
 log = logging.getLogger("opi")
@@ -76,9 +78,18 @@ def parent_name(config: DictConfig, experiment: str) -> str:
 
 
 def close_if_open(tracking_uri: str, run_id: str) -> None:
+    """A parent still open when the process exits: KILLED when it was stopped (a signal, Ctrl-C), else FAILED, with
+    the error line that ended it in its description and tag ``opi.failure``."""
     client = MlflowClient(tracking_uri)
-    if client.get_run(run_id).info.status == "RUNNING":
-        client.set_terminated(run_id, status="KILLED")
+    run = client.get_run(run_id)
+    if run.info.status != "RUNNING":
+        return
+    reason = None if exiting() else last_error()
+    if reason:
+        client.set_tag(run_id, "opi.failure", reason[:MAX_TAG_VALUE])
+        before = run.data.tags.get(NOTE, "")
+        client.set_tag(run_id, NOTE, limited(f"**Failed.** {reason}" + (f"\n\n{before}" if before else "")))
+    client.set_terminated(run_id, status="KILLED" if exiting() else "FAILED")
 
 
 class MultirunParentRun(Callback):

@@ -94,7 +94,8 @@ def test_the_name_has_no_credentials_and_at_most_120_characters():
 # close_if_open
 
 
-def test_a_parent_left_running_is_closed_as_killed_and_a_finished_one_is_left(tmp_path):
+def test_a_parent_left_running_is_closed_as_killed_when_stopped_and_a_finished_one_is_left(tmp_path, monkeypatch):
+    monkeypatch.setattr(parent, "exiting", lambda: True)  # a signal or Ctrl-C stopped the process
     uri = empty_store(tmp_path)
     client = MlflowClient(uri)
     experiment_id = experiment(client, tmp_path)
@@ -103,7 +104,27 @@ def test_a_parent_left_running_is_closed_as_killed_and_a_finished_one_is_left(tm
     close_if_open(uri, running)
     close_if_open(uri, finished)
     assert client.get_run(running).info.status == "KILLED"
+    assert "opi.failure" not in client.get_run(running).data.tags
     assert client.get_run(finished).info.status == "FINISHED"
+
+
+def test_a_parent_an_error_ended_is_failed_and_says_why(tmp_path, monkeypatch):
+    from flows.base import errors
+
+    monkeypatch.setattr(parent, "exiting", lambda: False)
+    monkeypatch.setattr(errors, "_LAST_ERROR", [])
+    errors.keep_last_error()
+    errors.keep_last_error()  # once is enough
+    logging.getLogger("opi").error("LLM endpoint problem: %s gave no answer", "http://127.0.0.1:9/v1")
+    uri = empty_store(tmp_path)
+    client = MlflowClient(uri)
+    run_id = client.create_run(experiment(client, tmp_path)).info.run_id
+    close_if_open(uri, run_id)
+    run = client.get_run(run_id)
+    assert run.info.status == "FAILED"
+    assert run.data.tags["opi.failure"] == "LLM endpoint problem: http://127.0.0.1:9/v1 gave no answer"
+    assert run.data.tags["mlflow.note.content"] == "**Failed.** LLM endpoint problem: http://127.0.0.1:9/v1 gave no answer"
+    assert sum(isinstance(h, errors._LastError) for h in logging.getLogger("opi").handlers) == 1
 
 
 # the callback
