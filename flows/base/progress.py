@@ -43,7 +43,7 @@ def finished_one() -> str:
     _SWEEP.setdefault("first", now)
     elapsed, done, size = now - _SWEEP["started"], _SWEEP["done"], _SWEEP["size"]
     if not size:
-        return f"[{done:.0f}, {clock(elapsed)} elapsed] "
+        return f"[{done:.0f} done, {clock(elapsed)} elapsed] "
     left = ""
     if 1 < done < size:
         left = f", about {clock((now - _SWEEP['first']) / (done - 1) * (size - done))} left"

@@ -160,8 +160,9 @@ def decide(night: Night, baseline: Baseline | None) -> dict[str, Any]:
     if regression:
         raise Regression(f"nightly run {night.parent} regressed against the baseline ({baseline.name}):\n"
                          f"{explain(judgement.table)}")
+    counts = judgement.table["verdict"].value_counts()
     log.info("nightly run %s: no regression against %s (%d verdicts: %s)", night.parent, baseline.name,
-             len(judgement.table), judgement.table["verdict"].value_counts().to_dict())
+             len(judgement.table), ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
     if night.promote_on_pass and moved:
         log.warning("run %s passed but is not promoted: the champion changed while it ran (now %s)", night.parent,
                     now)

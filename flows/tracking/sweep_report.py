@@ -59,10 +59,14 @@ def eliminated(run) -> bool:
 
 
 def race_outcome(run) -> str:
-    """How a configuration ended in its sweep's race: survivor, bound, or eliminated after round r of R."""
+    """How a configuration ended in its sweep's race: survivor, bound, or eliminated (as worse, or as within
+    race.indifference of the one that stands for it) after round r of R."""
     outcome = run.data.tags.get(RACE_TAG, "")
     rounds = run.data.tags.get("opi.race.rounds_run")
-    return f"eliminated after round {rounds}" if outcome == "eliminated" and rounds else outcome
+    if outcome != "eliminated" or not rounds:
+        return outcome
+    within = "dropped as within race.indifference" in run.data.tags.get("opi.race.against", "")
+    return f"eliminated{' as within' if within else ''} after round {rounds}"
 
 
 def eliminated_note(run, metric: str) -> str:

@@ -17,6 +17,14 @@ def test_progress_counts_jobs_and_estimates_from_the_jobs_after_the_first(monkey
     assert progress.finished_one() == "[4/4, 0:42 elapsed] "
 
 
+def test_progress_without_a_total_counts_what_is_done(monkeypatch):
+    clock = iter([100.0, 122.0])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(progress, "_SWEEP", {})
+    progress.start_sweep(None)  # a race's jobs: how many is not known when it starts
+    assert progress.finished_one() == "[1 done, 0:22 elapsed] "
+
+
 def sweep(task: list[str], params: dict, grids: list | None = None):
     return OmegaConf.create({"hydra": {"overrides": {"task": task}, "sweeper": {"params": params, "grids": grids}}})
 

@@ -225,12 +225,14 @@ def test_a_race_s_comparison_table_says_how_each_ended_and_puts_the_eliminated_l
             run("b", BM25, {"opi_1": 0.45}, tags=race),  # higher, on the 2 rounds' examples only
             run("c", "Random", {"opi_1": 0.05}, tags={"opi.race.outcome": "bound"}),
             run("d", "SVM", {"opi_1": 0.35}, tags={"opi.race.outcome": "survivor"}),
-            run("e", "EDI", {"opi_1": 0.20}, tags={**race, "opi.race.rounds_run": "1 of 10"})]
-    names = {"a": "kNN", "b": "BM25", "c": "Random", "d": "SVM", "e": "EDI"}
+            run("e", "EDI", {"opi_1": 0.20}, tags={**race, "opi.race.rounds_run": "1 of 10"}),
+            run("f", "MMR", {"opi_1": 0.34}, tags={**race, "opi.race.rounds_run": "3 of 10", "opi.race.against":
+                "setup=svm: -0.0100 [-0.0050, +0.0200], dropped as within race.indifference=0.01"})]
+    names = {"a": "kNN", "b": "BM25", "c": "Random", "d": "SVM", "e": "EDI", "f": "MMR"}
     table = comparison_table(runs, names)
-    assert list(table["configuration"]) == ["SVM", "kNN", "Random", "BM25", "EDI"]
+    assert list(table["configuration"]) == ["SVM", "kNN", "Random", "BM25", "MMR", "EDI"]
     assert list(table["race"]) == ["survivor", "survivor", "bound", "eliminated after round 2 of 10",
-                                   "eliminated after round 1 of 10"]
+                                   "eliminated as within after round 3 of 10", "eliminated after round 1 of 10"]
     assert list(table.columns) == ["configuration", "description", "race", "opi_1"]
     assert "race" not in comparison_table([run("a", KNN, {"opi_1": 0.3})], {"a": "kNN"})  # a grid
 
