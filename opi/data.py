@@ -61,9 +61,12 @@ class LoadReport:
         return f"{self.source}: {self.rows_read} rows read, {self.rows_kept} kept, dropped: {reasons}"
 
 
+SKIP_HINT = " (or set dataset.on_invalid=skip to drop such rows and report them)"
+
+
 def _fail_or_skip(message: str, reason: str, on_invalid: str, report: LoadReport) -> None:
     if on_invalid == "error":
-        raise DataError(message + " (or set dataset.on_invalid=skip to drop such rows and report them)")
+        raise DataError(message + SKIP_HINT)
     report.dropped[reason] += 1
 
 

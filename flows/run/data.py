@@ -11,7 +11,7 @@ from typing import Any
 
 from flows.orchestration.hashing import HashedList, hashed
 from opi.classify import TrainingSet
-from opi.data import DataError, Example, LoadReport, labelled, load_examples, select
+from opi.data import SKIP_HINT, DataError, Example, LoadReport, labelled, load_examples, select
 from opi.relations import RelationSet, Triple, load_relation_set
 from opi.racing import in_rounds
 from opi.schemas import DatasetConfig, OPIConfig
@@ -78,7 +78,10 @@ def training_set(examples: list[Example], cross_fit: bool, content_hash: str | N
 @lru_cache(maxsize=4)  # read, validated, built and hashed once per label file
 def file_training(path: str, relation_set: str) -> TrainingSet:
     """The labelled file a classifier is trained on (``classifier.train_path``): every row needs a label."""
-    examples, _ = load_examples(DatasetConfig(kind="table", path=path), load_relation_set(relation_set).labels)
+    try:
+        examples, _ = load_examples(DatasetConfig(kind="table", path=path), load_relation_set(relation_set).labels)
+    except DataError as err:  # dataset.on_invalid is the evaluated data's: a training file's rows are all used
+        raise DataError(f"{str(err).replace(SKIP_HINT, '')} (classifier.train_path: fix the row)") from None
     if labelled(examples) != "all":
         raise DataError(f"{path} (classifier.train_path): every row needs a relation label")
     return training_set(examples, cross_fit=False)

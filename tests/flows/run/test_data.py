@@ -1,4 +1,6 @@
 """A configuration's data: read once per process, and the classifier's training data built and hashed once."""
+import pytest
+
 from flows.orchestration import hashing
 from flows.run import data as run_data
 from opi.data import Example
@@ -49,3 +51,16 @@ def test_a_race_s_parts_of_the_data_are_read_from_one_read_of_the_dataset(monkey
     assert len(reads) == 1
     assert sorted(e.id for p in parts for e in p) == sorted(e.id for e in whole) and all(parts)
     assert [e.id for e in first_two] == [e.id for e in whole if e in {*parts[0], *parts[1]}]
+
+
+def test_a_bad_row_of_the_classifiers_training_file_is_not_offered_the_evaluated_datas_skip(tmp_path):
+    from flows.run.data import file_training
+    from opi.data import DataError
+
+    path = tmp_path / "train.csv"
+    path.write_text("context,question,answer,relation\nThe mill opened in 1850.,When?,1850,deductive\n"
+                    "The mill closed.,Why?,,fuzzy\n")
+    with pytest.raises(DataError) as raised:
+        file_training(str(path), "paper13")
+    assert str(raised.value).endswith("field 'answer': empty or not text ('') (classifier.train_path: fix the row)")
+    assert "on_invalid" not in str(raised.value)
