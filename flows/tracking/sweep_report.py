@@ -33,6 +33,7 @@ from opi.yardstick import mixed
 
 log = logging.getLogger("opi")
 RACE_TAG = "opi.race.outcome"
+RACE_METRIC_TAG = "opi.race.metric"
 COLUMNS = [BERTSIM, LRCR, "lrcr_calibrated", OPI_1, "opi_1_calibrated", "opi_1_mean", "opi_2", "opi_0_5",
            "cache_hits", "seconds_total"]  # *_calibrated: after opi-label answers import
 REPORT_FILES = "The whole report: `report/report.html` and `report/report.md` (this run's Artifacts)."
@@ -44,14 +45,22 @@ def comparison_table(runs: list, names: dict[str, str], ranked: bool = True) -> 
     (``ranked``), else in run order. In a race, a ``race`` column says how each ended, and the ones it eliminated
     come after the rest: they ran on fewer examples, so their values do not compare with the survivors'."""
     race = any(RACE_TAG in run.data.tags for run in runs)
+    by = race_metric_of(runs)
+    columns = [*COLUMNS, *([by] if by is not None and by not in COLUMNS else [])]
     table = pd.DataFrame([{"configuration": names[run.info.run_id], "description": description(run),
                            **({"race": race_outcome(run)} if race else {}),
-                           **{c: run.data.metrics.get(c) for c in COLUMNS if c in run.data.metrics}} for run in runs])
+                           **{c: run.data.metrics.get(c) for c in columns if c in run.data.metrics}} for run in runs])
     if table.empty or not ranked:
         return table
     table["eliminated"] = [eliminated(run) for run in runs]  # False for every run of a grid
-    table = table.sort_values(["eliminated", ranked_metric(table)], ascending=[True, False], kind="stable")
+    table = table.sort_values(["eliminated", by or ranked_metric(table)], ascending=[True, False], kind="stable")
     return table.drop(columns="eliminated").reset_index(drop=True)
+
+
+def race_metric_of(runs: list) -> str | None:
+    """What a raced sweep's runs ran on (None: a grid, or not logged): shown and ranked by, the race's decision."""
+    return next((run.data.tags[RACE_METRIC_TAG] for run in runs if run.data.tags.get(RACE_METRIC_TAG) in
+                 run.data.metrics), None)
 
 
 def eliminated(run) -> bool:
@@ -186,7 +195,8 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
         log.warning("%s\nsweep of %d configurations, not ranked:\n%s", clash, len(table),
                     table[shown].to_string(index=False, float_format="%.4f"))
         return
-    ranked_by = ranked_metric(table)
+    ranked_by = race_metric_of(runs) or ranked_metric(table)
+    shown += [ranked_by] if ranked_by not in shown and ranked_by in table else []
     client.set_tag(parent_run_id, "opi.ranked_by", ranked_by)
     describe_ranking(client, parent_run_id, runs, names, fixed, ranked_by)
     share_view(client, parent_run_id, ranked_by, "race" in table)

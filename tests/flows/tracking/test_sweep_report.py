@@ -235,6 +235,11 @@ def test_a_race_s_comparison_table_says_how_each_ended_and_puts_the_eliminated_l
                                    "eliminated as within after round 3 of 10", "eliminated after round 1 of 10"]
     assert list(table.columns) == ["configuration", "description", "race", "opi_1"]
     assert "race" not in comparison_table([run("a", KNN, {"opi_1": 0.3})], {"a": "kNN"})  # a grid
+    by_ndcg = {"opi.race.outcome": "survivor", "opi.race.metric": "ndcg_at_4"}
+    table = comparison_table([run("a", KNN, {"opi_1": 0.30, "ndcg_at_4": 0.7}, tags=by_ndcg),
+                              run("d", "SVM", {"opi_1": 0.35, "ndcg_at_4": 0.6}, tags=by_ndcg)], names)
+    assert list(table.columns) == ["configuration", "description", "race", "opi_1", "ndcg_at_4"]
+    assert list(table["configuration"]) == ["kNN", "SVM"]  # ranked by what the race ran on
 
 
 def test_a_sweep_is_ranked_by_calibrated_opi_then_opi_then_bertsim():
