@@ -20,6 +20,7 @@ BOUNDS = {
     "chat servers": 2,  # local LLM servers started for an llm= config
     "checked stores": 256,  # a store file (path, size, time) found intact: read once per process
     "checked experiments": 64,  # an MLflow experiment whose orphaned runs were closed
+    "answering tracking servers": 16,  # an http(s) tracking server that answered this process
     "said": 256,  # a notice said once per process, not once per job
     "vector store clients": 4,  # one per store a process asks (Qdrant's local mode allows one client a folder)
     "composed jobs": 1024,  # a sweep's jobs as its preflight composed them: the sweeper launches them, not again

@@ -166,7 +166,7 @@ def check_stores(config: OPIConfig) -> None:
         writable_folder(Path(location), "tracking.artifact_location")
 
 
-_ANSWERED: set[str] = set()  # tracking servers that answered this process
+ANSWERED = "answering tracking servers"  # the kind of opi.memory they are kept under
 SERVER_WAIT_S = 10  # how long a tracking server is given to answer at the start (MLflow itself retries for minutes)
 
 
@@ -174,7 +174,7 @@ def tracking_server_problem(uri: str, setting: str = "tracking.tracking_uri") ->
     """Why an http(s) tracking server cannot be used (None: it answers, or the store is no server), checked once a
     process: any HTTP answer to its /health counts, so a proxy's or an authenticating server's refusal is left to
     MLflow to name."""
-    if not uri.startswith(("http://", "https://")) or uri in _ANSWERED:
+    if not uri.startswith(("http://", "https://")) or MEMORY.holds(ANSWERED, uri):
         return None
     import urllib.error
     import urllib.request
@@ -190,7 +190,7 @@ def tracking_server_problem(uri: str, setting: str = "tracking.tracking_uri") ->
         reason = getattr(err, "reason", err)
         return (f"{setting}={redact_url(uri)}: no MLflow tracking server answers there ({reason}): start it, or "
                 "point the setting at the running one")
-    _ANSWERED.add(uri)
+    MEMORY.recall(ANSWERED, uri, lambda: True)
     return None
 
 

@@ -24,22 +24,24 @@ def test_an_intact_database_passes(tmp_path):
     intact_sqlite(database, "paths.llm_cache", "move it away")
 
 
-def test_a_tracking_server_that_does_not_answer_is_one_line_and_one_that_answers_anything_passes(monkeypatch):
+def test_a_tracking_server_that_does_not_answer_is_one_line_and_one_that_answers_anything_passes():
     import http.server
     import threading
 
     from flows.base import store_checks
+    from opi.memory import MEMORY
     from tests.helpers.cli import free_port
 
-    monkeypatch.setattr(store_checks, "_ANSWERED", set())
-    dead = free_port()
-    assert store_checks.tracking_server_problem(f"http://127.0.0.1:{dead}") == (
-        f"tracking.tracking_uri=http://127.0.0.1:{dead}: no MLflow tracking server answers there ([Errno 111] "
-        "Connection refused): start it, or point the setting at the running one")
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)  # 501 to a GET
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        assert store_checks.tracking_server_problem(f"http://127.0.0.1:{server.server_port}", "--tracking-uri") is None
-    finally:
-        server.shutdown()
-    assert store_checks.tracking_server_problem("sqlite:///mlruns/mlflow.db") is None  # no server to ask
+    with MEMORY.isolated(store_checks.ANSWERED):
+        dead = free_port()
+        assert store_checks.tracking_server_problem(f"http://127.0.0.1:{dead}") == (
+            f"tracking.tracking_uri=http://127.0.0.1:{dead}: no MLflow tracking server answers there ([Errno 111] "
+            "Connection refused): start it, or point the setting at the running one")
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)  # 501 to a GET
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            answered = f"http://127.0.0.1:{server.server_port}"
+            assert store_checks.tracking_server_problem(answered, "--tracking-uri") is None
+        finally:
+            server.shutdown()
+        assert store_checks.tracking_server_problem("sqlite:///mlruns/mlflow.db") is None  # no server to ask
