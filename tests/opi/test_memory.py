@@ -56,8 +56,8 @@ def empty_container(value: ast.AST | None) -> bool:
 
 def test_no_module_of_opi_or_flows_keeps_a_cache_of_its_own():
     """Module-level containers that grow are process memory: they live in opi.memory, named and bounded. The
-    process state that is not a cache (a signal received, the temporary server, the sweep's folder, the keys read, the requests
-    being asked of an endpoint and its slots for them) is listed."""
+    process state that is not a cache (a signal received, the temporary server, the sweep's folder, the keys read,
+    the requests being asked of an endpoint and its slots for them) is listed."""
     state = {"flows/tracking/traces.py:_CONFIGURED", "flows/base/store_checks.py:_SWEEP_FOLDER",
              "flows/base/store_checks.py:PLACES", "flows/base/progress.py:_SWEEP",
              "opi/llm/client.py:_ASKING", "opi/llm/client.py:_IN_FLIGHT", "opi/secrets.py:_KEYS_IN_USE"}

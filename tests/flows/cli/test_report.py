@@ -45,7 +45,8 @@ def test_opi_report_ranks_by_the_sweeps_beta_and_seed(tmp_path):
 
 def test_bad_options_are_named_as_typed(capsys):
     for argv, said in [(["--seed", "-1"], "--seed must be a whole number >= 0, got -1"),
-                       (["--alpha", "2"], "--alpha must be a finite number in (0, 1), got 2.0"), (["--beta", "0"], "--beta must be")]:
+                       (["--alpha", "2"], "--alpha must be a finite number in (0, 1), got 2.0"),
+                       (["--beta", "0"], "--beta must be")]:
         with pytest.raises(SystemExit) as stopped:
             report.parse_args(argv)
         assert stopped.value.code == 2 and said in capsys.readouterr().err, argv

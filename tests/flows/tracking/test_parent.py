@@ -123,7 +123,8 @@ def test_a_parent_an_error_ended_is_failed_and_says_why(tmp_path, monkeypatch):
     run = client.get_run(run_id)
     assert run.info.status == "FAILED"
     assert run.data.tags["opi.failure"] == "LLM endpoint problem: http://127.0.0.1:9/v1 gave no answer"
-    assert run.data.tags["mlflow.note.content"] == "**Failed.** LLM endpoint problem: http://127.0.0.1:9/v1 gave no answer"
+    assert run.data.tags["mlflow.note.content"] == ("**Failed.** LLM endpoint problem: http://127.0.0.1:9/v1 gave no "
+                                                    "answer")
     assert sum(isinstance(h, errors._LastError) for h in logging.getLogger("opi").handlers) == 1
 
 
