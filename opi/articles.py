@@ -58,9 +58,9 @@ def store_articles(contexts: Sequence[str], documents: Sequence[tuple[str, str]]
     order, each widened to the sentences it touches as OPI's own chunks are."""
     sentences = segmented(contexts, language, store)
     texts = list(sentences)
-    locator, placed, not_found = Locator(texts), defaultdict(list), 0
-    without_text = sum(not text.strip() for _, text in documents)
+    locator, placed, not_found, without_text = Locator(texts), defaultdict(list), 0, 0
     for source, text in documents:
+        without_text += not text.strip()
         place = locator.find(text) if text.strip() else None
         if place is None:
             not_found += 1

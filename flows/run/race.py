@@ -186,10 +186,10 @@ class RaceRun:
             if self.race.tied(settings.margin):
                 self.stopped = f"the survivors were within race.margin={settings.margin:g} of each other"
                 break
-            if settings.budget is not None and self.spent.of(settings.budget_unit) >= settings.budget:
-                spent = self.spent.of(settings.budget_unit)
-                spent = f"${spent:.2f}" if settings.budget_unit == "usd" else f"{spent:g}"
-                self.stopped = (f"race.budget={settings.budget:g} {settings.budget_unit} was spent ({spent} after "
+            spent = self.spent.of(settings.budget_unit)
+            if settings.budget is not None and spent >= settings.budget:
+                shown = f"${spent:.2f}" if settings.budget_unit == "usd" else f"{spent:g}"
+                self.stopped = (f"race.budget={settings.budget:g} {settings.budget_unit} was spent ({shown} after "
                                 "the round)")
                 break
         if self.ahead is not None:  # a round that will not run: its embedding ahead stops, what it did is counted

@@ -84,12 +84,13 @@ def close_if_open(tracking_uri: str, run_id: str) -> None:
     run = client.get_run(run_id)
     if run.info.status != "RUNNING":
         return
-    reason = None if exiting() else last_error()
+    stopped = exiting()
+    reason = None if stopped else last_error()
     if reason:
         client.set_tag(run_id, "opi.failure", reason[:MAX_TAG_VALUE])
         before = run.data.tags.get(NOTE, "")
         client.set_tag(run_id, NOTE, limited(f"**Failed.** {reason}" + (f"\n\n{before}" if before else "")))
-    client.set_terminated(run_id, status="KILLED" if exiting() else "FAILED")
+    client.set_terminated(run_id, status="KILLED" if stopped else "FAILED")
 
 
 class MultirunParentRun(Callback):

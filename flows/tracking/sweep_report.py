@@ -234,9 +234,9 @@ def sweep_configurations(client: MlflowClient, parent_run_id: str, settings: Rep
         settings = dataclasses.replace(settings, incomplete=incomplete)
     if RACE_SUMMARY_TAG in parent.data.tags:
         settings = dataclasses.replace(settings, raced=(
-            f"a race in which {parent.data.tags[RACE_SUMMARY_TAG]}; this report compares the survivors and the bounds, on the same "
-            f"examples, and leaves out the {eliminated} eliminated early (the race table: the parent run's "
-            "race/race.md)"))
+            f"a race in which {parent.data.tags[RACE_SUMMARY_TAG]}; this report compares the survivors and the "
+            f"bounds, on the same examples, and leaves out the {eliminated} eliminated early (the race table: the "
+            "parent run's race/race.md)"))
     return [configuration(run, names[run.info.run_id], frame) for run, frame in found.values()], relations, settings
 
 

@@ -344,11 +344,10 @@ class Endpoint:
         settings, where, group = self.settings, self.where, self.group
         spent = attempts > settings.max_retries
         retries, elapsed = count_retries(settings.max_retries), duration(time.monotonic() - started)
-        if isinstance(err, openai.AuthenticationError) and not settings.api_key_env:
-            raise LLMError(f"{where} asks for an API key (401): set {group}.api_key_env to the variable holding "
-                           f"it") from err
         if isinstance(err, openai.AuthenticationError):
-            raise LLMError(f"{where} refused the API key (401): check {settings.api_key_env}") from err
+            raise LLMError(f"{where} refused the API key (401): check {settings.api_key_env}" if settings.api_key_env
+                           else f"{where} asks for an API key (401): set {group}.api_key_env to the variable holding "
+                           f"it") from err
         if isinstance(err, openai.NotFoundError):  # an unknown model, or a wrong path: Ollama's plain-text 404
             raise LLMError(f"{where} does not know model {settings.model!r} (404): check {group}.model, and that "
                            f"{group}.base_url ends in the endpoint's API root (usually .../v1); it said: "

@@ -94,10 +94,6 @@ def honoured(wait: float | None) -> float | None:
     return wait if wait is not None and wait <= MAX_RETRY_AFTER else None
 
 
-def server_retry_after(headers) -> float | None:
-    """The server's ``Retry-After`` (or ``retry-after-ms``) in seconds, if it gives a usable one (0-60 s)."""
-    return honoured(server_wait(headers))
-
 
 def backoff(attempt: int) -> float:
     """Exponential backoff with jitter after the ``attempt``-th failure: 0.5 s, 1 s, 2 s ... up to 8 s, minus 0-25 %."""

@@ -9,7 +9,7 @@ import pytest
 from opi import interrupt
 from opi.llm import faults
 from opi.llm.faults import (LLMError, LLMInterrupted, backoff, count_retries, duration, honoured, pause, retriable,
-                            server_message, server_retry_after, server_wait, status_reason)
+                            server_message, server_wait, status_reason)
 
 
 def test_interrupted_is_an_llm_error():
@@ -52,8 +52,8 @@ def test_retriable_is_openais_rule(status, headers, expected):
     ({"retry-after": "whenever"}, None),
     ({}, None),
 ])
-def test_server_retry_after(headers, expected):
-    assert server_retry_after(httpx.Headers(headers)) == expected
+def test_the_retry_after_honoured(headers, expected):
+    assert honoured(server_wait(httpx.Headers(headers))) == expected
 
 
 @pytest.mark.parametrize("headers, expected", [
@@ -73,9 +73,9 @@ def test_only_a_wait_of_a_minute_at_most_is_honoured():
 
 def test_server_retry_after_as_an_http_date():
     in_five_seconds = email.utils.formatdate(time.time() + 5, usegmt=True)  # whole seconds
-    assert 3.5 < server_retry_after(httpx.Headers({"retry-after": in_five_seconds})) <= 5.0
+    assert 3.5 < honoured(server_wait(httpx.Headers({"retry-after": in_five_seconds}))) <= 5.0
     a_minute_ago = email.utils.formatdate(time.time() - 60, usegmt=True)
-    assert server_retry_after(httpx.Headers({"retry-after": a_minute_ago})) is None
+    assert honoured(server_wait(httpx.Headers({"retry-after": a_minute_ago}))) is None
 
 
 def test_status_reason():
