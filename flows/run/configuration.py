@@ -23,6 +23,7 @@ from flows.run.race import assembled
 from flows.tracking.registry import resolve_registered
 from flows.tracking.runs import flatten
 from opi.embeddings import counting, embedder_for, use_store
+from opi.metrics.configuration import as_reused
 from opi.schemas import OPIConfig
 
 log = logging.getLogger("opi")
@@ -120,8 +121,10 @@ def from_kept(config: OPIConfig, kept: Any, started: float, key: str) -> dict[st
     """A configuration's result as kept whole: one read, nothing computed."""
     log.info("%s: %d of %d stage results reused from the cache (the configuration's whole result, one read)",
              describe(config).name, kept.stages, kept.stages)
-    return as_returned(kept, {**RunWork().metrics(), "cache_hits": kept.stages, "cache_misses": 0,
-                              "seconds_lookup": time.perf_counter() - started}, key)
+    # its LLM usage as this run spent it: nothing (its replies were paid for by the run that computed it)
+    reused = dataclasses.replace(kept, metrics=as_reused(kept.metrics))
+    return as_returned(reused, {**RunWork().metrics(), "cache_hits": kept.stages, "cache_misses": 0,
+                                "seconds_lookup": time.perf_counter() - started}, key)
 
 
 def as_returned(result: Any, counts: dict[str, float], key: str) -> dict[str, Any]:

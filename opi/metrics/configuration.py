@@ -116,6 +116,24 @@ def has_gold_relations(rows: pd.DataFrame) -> bool:
     return bool(rows["relation"].notna().any())
 
 
+SPENT = ("http_requests", "retries", "prompt_tokens", "completion_tokens", "cost_usd")  # what a call pays for
+
+
+def as_reused(metrics: dict[str, float]) -> dict[str, float]:
+    """``metrics`` with their LLM usage (``<use>_calls``, ``_cache_hits``, ``_http_requests``, ... and the totals)
+    as a run that reuses the result spends it: every call a cache hit, nothing requested, no tokens, no cost. A
+    run whose replies all come from the LLM call cache logs the same; the run that computed the result keeps what
+    it paid."""
+    uses = [name[:-len("_calls")] for name in metrics
+            if name.endswith("_calls") and f"{name[:-len('_calls')]}_http_requests" in metrics]
+    reused = dict(metrics)
+    for use in uses:
+        reused[f"{use}_cache_hits"] = metrics[f"{use}_calls"]
+        reused.update({f"{use}_{name}": 0.0 for name in SPENT if f"{use}_{name}" in metrics})
+    reused.update({name: 0.0 for name in ("llm_cost_usd", "llm_tokens") if name in metrics})
+    return reused
+
+
 def usage_totals(usage: dict[str, float]) -> dict[str, float]:
     """Cost and tokens over every LLM use of a run (answers, relations, answer metrics)."""
     if not usage:

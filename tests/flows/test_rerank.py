@@ -166,12 +166,18 @@ def test_the_llm_reranker_asks_the_endpoint_once_and_a_second_run_reads_the_call
         run_cli("flows.cli.evaluate", tmp_path, *run)
         asked = len(server.bodies)
         run_cli("flows.cli.evaluate", tmp_path, *run, cache="cache-2")  # a new stage cache, the same LLM call cache
+        run_cli("flows.cli.evaluate", tmp_path, *run)  # the first stage cache: the whole result kept there, read
         assert len(server.bodies) == asked
     rated = [body for body in server.bodies if "relevance" in str(body.get("response_format"))]
     assert len(rated) == 8  # 2 questions x 4 candidates, once
-    first, second = configuration_runs(tmp_path)
+    first, second, third = configuration_runs(tmp_path)
     assert first.data.metrics["llm_rerank_calls"] == 8 and first.data.metrics["llm_rerank_http_requests"] == 8
     assert second.data.metrics["llm_rerank_http_requests"] == 0 and second.data.metrics["llm_rerank_cache_hits"] == 8
+    # what a run spent: the first paid for the replies; the other two asked nothing, whichever cache answered them
+    assert first.data.metrics["llm_cost_usd"] == 0 and first.data.metrics["llm_tokens"] > 0  # unpriced
+    for again in (second, third):
+        assert again.data.metrics["llm_tokens"] == 0 and again.data.metrics["llm_answer_http_requests"] == 0
+        assert again.data.metrics["llm_rerank_cache_hits"] == again.data.metrics["llm_rerank_calls"] == 8
     assert first.data.metrics["llm_tokens"] > first.data.metrics["llm_answer_prompt_tokens"]  # rerank tokens count
     assert chunk_ids(first, tmp_path) == chunk_ids(second, tmp_path)
 

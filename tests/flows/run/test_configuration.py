@@ -67,3 +67,21 @@ def test_a_race_s_tracked_run_is_put_together_from_its_rounds_without_a_flow_run
     assert result["metrics"]["bertsim"] == 0.5 and result["metrics"]["n_examples"] == examples
     assert result["metrics"]["cache_hits"] == 3 and result["metrics"]["cache_misses"] == 0
     assert read_kept(str(tmp_path), result["key"]).predictions == "rows of 2 rounds"  # kept whole for a re-run
+
+
+def test_a_configuration_read_whole_from_the_cache_logs_no_llm_spending(tmp_path, monkeypatch):
+    # its replies were paid for by the run that computed it; a race's budget and a nightly's cost read these
+    import pytest
+
+    from flows.orchestration.results import Scores
+    from flows.run import configuration
+
+    config = typed(compose_config(["dataset=deeplogic-130", "dataset.limit=3", f"paths.cache_dir={tmp_path}"]))
+    paid = {"bertsim": 0.5, "llm_answer_calls": 3.0, "llm_answer_cache_hits": 1.0, "llm_answer_http_requests": 2.0,
+            "llm_answer_cost_usd": 0.25, "llm_cost_usd": 0.25}
+    monkeypatch.setattr(configuration, "read_kept", lambda cache_dir, key: Scores(paid, "rows", None, [], 7))
+    monkeypatch.setattr(configuration, "run_flow", lambda *args, **kwargs: pytest.fail("a flow run was opened"))
+    metrics = configuration.evaluate(config)["metrics"]
+    assert metrics["bertsim"] == 0.5 and metrics["cache_hits"] == 7
+    assert (metrics["llm_answer_calls"], metrics["llm_answer_cache_hits"], metrics["llm_answer_http_requests"],
+            metrics["llm_answer_cost_usd"], metrics["llm_cost_usd"]) == (3.0, 3.0, 0.0, 0.0, 0.0)

@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from opi.metrics.configuration import configuration_metrics, has_gold_relations, means, usage_totals
+from opi.metrics.configuration import as_reused, configuration_metrics, has_gold_relations, means, usage_totals
 
 RELATIONS = ["deductive", "fuzzy", "temporal"]
 
@@ -151,3 +151,20 @@ def test_examples_left_out_for_evidence_longer_than_a_chunk_are_counted():
                                                                                   dtype="Float64")))[0]
     nowhere, _ = metrics_of(four_rows(evidence_longer_than_chunk=pd.array([1.0] * 4, dtype="Float64")))
     assert "retrieval_examples" not in nowhere and nowhere["retrieval_evidence_too_long"] == 4  # no metric at all
+
+
+def test_a_reused_result_spent_nothing_and_its_calls_are_cache_hits():
+    computed = {"llm_answer_calls": 10.0, "llm_answer_cache_hits": 2.0, "llm_answer_http_requests": 9.0,
+                "llm_answer_retries": 1.0, "llm_answer_prompt_tokens": 800.0, "llm_answer_completion_tokens": 90.0,
+                "llm_answer_cost_usd": 0.02, "llm_answer_empty_replies": 1.0, "llm_classify_calls": 4.0,
+                "llm_classify_cache_hits": 0.0, "llm_classify_http_requests": 4.0, "llm_classify_cost_usd": 0.01,
+                "llm_cost_usd": 0.03, "llm_tokens": 890.0, "bertsim": 0.5, "support_calls": 3.0}
+    reused = as_reused(computed)
+    assert reused == {**computed, "llm_answer_cache_hits": 10.0, "llm_answer_http_requests": 0.0,
+                      "llm_answer_retries": 0.0, "llm_answer_prompt_tokens": 0.0, "llm_answer_completion_tokens": 0.0,
+                      "llm_answer_cost_usd": 0.0, "llm_classify_cache_hits": 4.0, "llm_classify_http_requests": 0.0,
+                      "llm_classify_cost_usd": 0.0, "llm_cost_usd": 0.0, "llm_tokens": 0.0}
+    # what the answers were (an empty reply stays counted), the scores, and a count that is no LLM use: unchanged
+    assert reused["llm_answer_empty_replies"] == 1.0 and reused["bertsim"] == 0.5 and reused["support_calls"] == 3.0
+    assert computed["llm_answer_http_requests"] == 9.0  # the kept result itself is not changed
+    assert as_reused({"bertsim": 0.5}) == {"bertsim": 0.5}
