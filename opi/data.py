@@ -92,7 +92,7 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
         missing = [f for f in REQUIRED if f not in record]
         if missing:
             raise DataError(f"{where}: missing field(s) {missing}; the loader expects {list(REQUIRED)}, it has "
-                            f"{sorted(record)} (map other column names with dataset.columns)")
+                            f"{sorted(record)} ({_separator_hint(record)})")
         problem, fields = None, {name: _field_text(record[name]) for name in REQUIRED}
         for name, value in fields.items():
             if not isinstance(value, str) or not value.strip():
@@ -429,6 +429,17 @@ def balanced_split(examples: Sequence[Example], per_relation: int = 100, test_fr
         test.extend(chosen[:n_test])
         train.extend(chosen[n_test:])
     return train, test
+
+
+def _separator_hint(record: dict) -> str:
+    """What to do about a row without the columns: a CSV saved with another separator (Excel's ';' in many
+    locales) reads as one column named like ``context;question;answer``."""
+    (only, *more) = [*record] or [""]
+    separator = next((s for s in (";", "\t", "|") if not more and s in str(only)), None)
+    if separator:
+        return (f"its header looks separated by {separator!r}, not commas: save the file as comma-separated CSV, "
+                f"or as .jsonl or .parquet")
+    return "map other column names with dataset.columns"
 
 
 def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str] | None = None, seed: int = 0,

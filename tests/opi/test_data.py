@@ -377,6 +377,15 @@ def test_a_missing_field_lists_the_columns_the_file_has(tmp_path):
         "'answer'], it has ['answer', 'context', 'qestion'] (map other column names with dataset.columns)"
 
 
+def test_a_csv_saved_with_semicolons_is_said_to_be(tmp_path):
+    # Excel's CSV in many locales: pandas reads one column named by the whole header
+    (tmp_path / "d.csv").write_text('context;question;answer\n"Built in 1850.";"When?";"1850"\n', encoding="utf-8")
+    assert load_error(tmp_path, kind="table", path=str(tmp_path / "d.csv")) == \
+        f"{tmp_path / 'd.csv'}, row 1: missing field(s) ['context', 'question', 'answer']; the loader expects " \
+        "['context', 'question', 'answer'], it has ['context;question;answer'] (its header looks separated by ';', " \
+        "not commas: save the file as comma-separated CSV, or as .jsonl or .parquet)"
+
+
 def test_all_empty_csv_rows_are_no_rows_and_later_rows_keep_their_number(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text(f"id,context,question,answer\na,{CONTEXT},When?,1850\n,,,\nb,{CONTEXT},Why?,silt\n,,,\n,  ,,\n")
