@@ -468,6 +468,7 @@ class ChatClient:
         self.endpoint = Endpoint(settings, self.usage, "llm", "LLM", reply_tokens=settings.max_tokens,
                                  request_settings=("model", "max_tokens", "structured_output"))
         self.records: dict[str, CallRecord] = {}
+        self.served: set[str] = set()  # the other model names the endpoint answered as, each said once
 
     def openai(self):
         """The underlying ``openai`` client (for the fine-tuning API), made once."""
@@ -575,8 +576,27 @@ class ChatClient:
                 raise self.endpoint.wrong_reply(raw, parsed, "a chat completion", "choices",
                                                 "message content that is not text")
             message.content = text
+            self._served_as(getattr(parsed, "model", None))
             return parsed
         raise self.endpoint.wrong_reply(raw, parsed, "a chat completion", "choices")
+
+    def _served_as(self, served: Any) -> None:
+        """Say once when the endpoint answers as another model than ``llm.model`` (a proxy's or a server's own
+        default, a name it fell back from): the run is logged under the model asked for. Snapshots and paths of the
+        same name (gpt-4o-2024-08-06, org/llama3, llama3:latest for llama3) are the same model; OPI's local server is
+        not asked."""
+        asked = self.settings.model
+        if not (isinstance(served, str) and served and asked) or self.settings.local_server is not None:
+            return
+        names = [name.strip().lower().rsplit("/", 1)[-1] for name in (asked, served)]
+        if names[0].startswith(names[1]) or names[1].startswith(names[0]):
+            return
+        with self.usage.lock:
+            if served in self.served:
+                return
+            self.served.add(served)
+        log.warning("the LLM endpoint %s answers as model %r, not llm.model=%r: the run is logged as %r; check "
+                    "the model name the server knows", self.where, served[:80], asked, asked)
 
     def complete_many(self, requests: Sequence[tuple[list[dict[str, str]], dict | None]],
                       progress: Callable[[int], None] | None = None) -> list[str]:

@@ -49,8 +49,9 @@ class FakeOpenAI:
                  stall_seconds: float = 2.0, retry_after: str = "0.2", known_models: set[str] | None = None,
                  api_key: str | None = None, mode: str | None = None, empty_when: str | None = None,
                  refuse_when: str | None = None, vectors: Callable[[list[str]], Sequence] | None = None,
-                 content_as: Callable[[str], Any] | None = None, strict_paths: bool = False):
-        self.vectors = vectors
+                 content_as: Callable[[str], Any] | None = None, strict_paths: bool = False,
+                 served_model: str | None = None):
+        self.vectors, self.served_model = vectors, served_model
         self.content_as, self.strict_paths = content_as, strict_paths
         self.embedding_bodies: list[dict] = []
         self.latency, self.faults, self.period, self.mode = latency, faults or {}, period, mode
@@ -176,7 +177,8 @@ class FakeOpenAI:
                     message = {"role": "assistant", "content": sent,
                                **({"refusal": "I can't help with that."} if fault == "refusal" else {})}
                     self._send(200, {
-                        "id": f"chatcmpl-{index}", "object": "chat.completion", "created": 0, "model": body["model"],
+                        "id": f"chatcmpl-{index}", "object": "chat.completion", "created": 0,
+                        "model": fake.served_model or body["model"],
                         "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
                         "usage": {"prompt_tokens": 10 + len(str(body["messages"])) // 4,
                                   "completion_tokens": len(content or "") // 4,

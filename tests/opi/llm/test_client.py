@@ -477,6 +477,17 @@ def test_a_reply_in_text_parts_is_their_text_joined(tmp_path):
         assert len(server.arrivals) == 1
 
 
+@pytest.mark.parametrize("served, said", [("other-model", True), ("fake-model-2024-08-06", False),
+                                          ("org/fake-model", False), ("fake-model:latest", False)])
+def test_an_endpoint_answering_as_another_model_is_said_once(served, said, caplog):
+    with FakeOpenAI(served_model=served) as server, caplog.at_level(logging.WARNING, logger="opi"):
+        replies = ChatClient(settings(server.base_url)).complete_many(batch(QUESTIONS[:3]))
+    assert len(replies) == 3 and all(replies)
+    warned = [r.getMessage() for r in caplog.records if "answers as model" in r.getMessage()]
+    assert warned == ([f"the LLM endpoint {server.base_url} answers as model {served!r}, not llm.model='fake-model': "
+                       "the run is logged as 'fake-model'; check the model name the server knows"] if said else [])
+
+
 @pytest.mark.parametrize("content", [{"text": "hi"}, 42, [{"type": "text", "text": 5}], ["hi"]])
 def test_a_reply_whose_content_is_not_text_is_not_a_chat_completion(content):
     with FakeOpenAI(content_as=lambda text: content) as server:
