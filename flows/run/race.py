@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pandas as pd
 
-from flows.tracking.race_report import read_outcome
+from flows.tracking.race_report import named, read_outcome
 from opi.race import Race
 from opi.racing import RELATION_METRICS, beta_of, cluster_scores, rounds_of
 from opi.schemas import OPIConfig
@@ -279,7 +279,7 @@ def outcome_tags(outcome: dict[str, Any] | None, key: str) -> dict[str, str]:
     if mine["leader"] is not None:
         bounds = "no bound yet" if mine["low"] is None else f"[{mine['low']:+.4f}, {mine['high']:+.4f}]"
         within = f", dropped as within race.indifference={outcome['indifference']:g}" if mine.get("within") else ""
-        tags["opi.race.against"] = f"{mine['leader']}: {mine['difference']:+.4f} {bounds}{within}"
+        tags["opi.race.against"] = f"{named(outcome)(mine['leader'])}: {mine['difference']:+.4f} {bounds}{within}"
     return tags
 
 

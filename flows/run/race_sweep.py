@@ -14,9 +14,13 @@ from flows.run.config import typed
 from flows.run.data import load_data
 from flows.run.embed_ahead import EmbedAhead
 from flows.run.preflight import prepared, without_hydra
-from flows.run.race import RaceRun, Rows, outputs_of
+from flows.run.identity import describe, effective_settings
+from flows.run.race import RaceRun, Rows, labels_of, outputs_of
 from flows.run.race_rounds import side_by_side
 from flows.tracking.race_report import RACE_FILE, verdict
+from flows.tracking.runs import flatten
+from flows.tracking.sweeps import RACE_PARAMS
+from opi.naming import Described, short_names
 from opi.schemas import OPIConfig
 from hydra_plugins.opi_sweeper import composed_before, extended, keep_composed
 
@@ -62,9 +66,22 @@ def race(sweeper: Any, jobs: list[list[str]]) -> None:
         outcome = run.run()
     finally:  # the race has ended, stopped or failed: nothing more is embedded ahead
         ahead.close()
+    outcome["names"] = race_names(jobs, configurations)
     write_atomically(sweep_dir / RACE_FILE, lambda path: path.write_text(json.dumps(outcome, indent=1)))
     log.info("%s", verdict(outcome))
     launch(run.record_jobs())
+
+
+def race_names(jobs: list[list[str]], configurations: list[OPIConfig]) -> dict[str, str]:
+    """Each configuration's name in the race (its overrides that set it apart) -> the short name its tracked run
+    gets in the sweep's tables ("kNN k=2", ``opi.naming.short_names``), for the verdict and the race table."""
+    described = []
+    for config in configurations:  # what flows.tracking.sweeps.described reads back from the run
+        identity = describe(config)
+        params = {name: str(value)[:6000] for name, value in flatten(effective_settings(config)).items()
+                  if not name.startswith(RACE_PARAMS)}
+        described.append(Described(identity.retrieval, identity.reader, identity.classifier, params))
+    return dict(zip(labels_of(jobs), short_names(described)[0]))
 
 
 def base_size(job: list[str], bases: dict) -> int:

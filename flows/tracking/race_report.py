@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 from mlflow import MlflowClient
@@ -39,9 +39,16 @@ def read_outcome(sweep_dir: str | Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+def named(outcome: dict[str, Any]) -> Callable[[str | None], str | None]:
+    """A configuration's name in the race's words: the short name its run has in the sweep's tables where
+    ``race.json`` has them (``names``), else its overrides."""
+    names = outcome.get("names") or {}
+    return lambda label: label if label is None else names.get(label, label)
+
+
 def verdict(outcome: dict[str, Any]) -> str:
     """The race's answer in words, with the guarantee it carries."""
-    survivors, n = outcome["survivors"], outcome["configurations"]
+    survivors, n = [*map(named(outcome), outcome["survivors"])], outcome["configurations"]
     spent, grid = outcome["spent"]["examples"], outcome["grid_examples"]
     among = (f"is {survivors[0]}" if len(survivors) == 1 else
              f"is among the {len(survivors)} survivors: {', '.join(survivors)}")
@@ -60,11 +67,12 @@ def race_table(outcome: dict[str, Any]) -> pd.DataFrame:
     place = {"survivor": 0, "eliminated": 1, "bound": 2}
     rows = sorted(outcome["jobs"].values(), key=lambda o: (place[o["outcome"]], order.get(o["label"], -1),
                                                            -(o["estimate"] or 0.0)))
+    name = named(outcome)
     return pd.DataFrame([{
-        "configuration": o["label"], "outcome": o["outcome"], "rounds_run": o["rounds_run"],
-        "clusters": o["clusters"], "examples": o["examples"],
+        "configuration": name(o["label"]), "overrides": o["label"], "outcome": o["outcome"],
+        "rounds_run": o["rounds_run"], "clusters": o["clusters"], "examples": o["examples"],
         outcome["metric"]: None if o["estimate"] is None else round(o["estimate"], 4),
-        "compared_with": o["leader"], "dropped_as": ("within" if o.get("within") else "worse")
+        "compared_with": name(o["leader"]), "dropped_as": ("within" if o.get("within") else "worse")
         if o["outcome"] == "eliminated" else None, "difference": o["difference"], "difference_low": o["low"],
         "difference_high": o["high"], "llm_calls": o["spent"].get("llm_calls"), "usd": o["spent"].get("usd")}
         for o in rows])

@@ -7,6 +7,7 @@ import mlflow
 import pandas as pd
 import pytest
 
+from flows.tracking.sweeps import display_names
 from tests.helpers.cli import run_cli
 
 # 12 articles of 8 questions: 4 rounds of 3 clusters
@@ -38,13 +39,17 @@ def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_
                                                      ("survivor", "eliminated"))
         assert run.data.tags["opi.race.metric"] == "bertsim"
     table = pd.read_csv(client.download_artifacts(parent.info.run_id, "race/race.csv", str(tmp_path)))
-    assert list(table.columns[:6]) == ["configuration", "outcome", "rounds_run", "clusters", "examples", "bertsim"]
+    assert list(table.columns[:7]) == ["configuration", "overrides", "outcome", "rounds_run", "clusters", "examples",
+                                       "bertsim"]
+    shown, _ = display_names(children)  # the names the sweep's comparison table gives the runs
     survivors = set(table.loc[table["outcome"] == "survivor", "configuration"])
     by_run = {r.data.tags["opi.race.outcome"] for r in children}
     assert by_run <= {"survivor", "eliminated", "bound"} and len(survivors) >= 1
     # each raced configuration's tracked run holds the examples of the rounds it ran (a bound ran on all of them)
-    for label, examples, kind in zip(table["configuration"], table["examples"], table["outcome"]):
+    for label, examples, kind, called in zip(table["overrides"], table["examples"], table["outcome"],
+                                             table["configuration"]):
         name = {"setup=knn retriever.k=4": "kNN", "setup=bm25": "BM25", "setup=random": "Random"}[label]
+        assert called == shown[outcome[name].info.run_id]  # the race table names it as the sweep's tables do
         rows = pd.read_parquet(client.download_artifacts(outcome[name].info.run_id, "predictions.parquet",
                                                          str(tmp_path / name)))
         assert len(rows) == (96 if kind == "bound" else examples) and (kind == "bound") == (label == "setup=random")
@@ -64,6 +69,8 @@ def test_a_race_logs_one_run_per_configuration_with_its_outcome_each_its_rounds_
         assert knn.data.metrics[name] == pytest.approx(alone.data.metrics[name]), name
     note = client.get_run(parent.info.run_id).data.tags["mlflow.note.content"]
     assert note.startswith("**Race.** Race of 2 configurations by bertsim") and "confidence" in note
+    verdict = note.split(" The race table")[0]  # names the survivors as the tables do, not by their overrides
+    assert all(name in verdict for name in survivors) and "setup=" not in verdict
     # opi-report on a raced sweep: the survivors' report, and the race
     said = run_cli("flows.cli.report", tmp_path, "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--sweep",
                    parent.info.run_id, "--out", str(tmp_path / "copy"))
