@@ -122,10 +122,15 @@ def import_scores(client, parent: str, sheet: Path, edges: tuple[float, ...]) ->
     for configuration, metrics in calibrated_extrinsic(answers, human).items():
         for name, value in metrics.items():
             client.log_metric(run_ids[configuration], name, value)
-    log.info("agreement with people (%d answers scored):\n%s\n\nby configuration:\n%s", len(human),
-             tables["agreement"].to_string(index=False, float_format="%.3f"),
-             tables["by_configuration"].to_string(index=False, float_format="%.3f"))
+    log.info("agreement with people (%d answers scored):\n%s", len(human), summary(tables))
     return tables
+
+
+def summary(tables: dict[str, pd.DataFrame]) -> str:
+    """The agreement and per-configuration tables as the console shows them. A format function, not "%.3f": pandas
+    calls a format string on its nullable columns (the judge's and correctness scores)."""
+    return (f"{tables['agreement'].to_string(index=False, float_format='{:.3f}'.format)}\n\nby configuration:\n"
+            f"{tables['by_configuration'].to_string(index=False, float_format='{:.3f}'.format)}")
 
 
 def calibrated_extrinsic(answers: pd.DataFrame, human: pd.DataFrame) -> dict[str, dict[str, float]]:

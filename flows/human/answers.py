@@ -163,7 +163,7 @@ def import_labels(client, tracking_uri: str, parent: str, path: Path, seed: int 
     log_sweep_summary(client, parent)  # the parent's comparison table: raw and calibrated, ranked by calibrated
     log.info("%d answers labelled by people (%d answer-configuration pairs; %d traces got the label); LRCR raw and "
              "calibrated, ranked by calibrated OPI-1:\n%s", len(labelled), len(human), assessed,
-             table.to_string(index=False, float_format="%.4f"))
+             table.to_string(index=False, float_format="{:.4f}".format))
     log.info("the sweep report with these columns: opi-report --sweep %s", parent)
     return table
 
@@ -265,7 +265,8 @@ def plan(client, parent: str, width: float) -> pd.DataFrame:
              "effect 1 + (m-1)*ICC of labels on one article (m: labels expected on a label's article; ICC: the "
              "residuals' intra-article correlation from the labels so far, or %.1f where fewer than %d articles have "
              "two or more, or %d labels beyond one per article); reaches_width False: not even every answer does:\n%s",
-             width, DEFAULT_ICC, MIN_ICC_CLUSTERS, MIN_ICC_CLUSTERS, table.to_string(index=False, float_format="%.3f"))
+             width, DEFAULT_ICC, MIN_ICC_CLUSTERS, MIN_ICC_CLUSTERS,
+             table.to_string(index=False, float_format="{:.3f}".format))
     return table
 
 

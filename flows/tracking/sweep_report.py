@@ -184,7 +184,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
     table = comparison_table(runs, names, ranked=clash is None)
     with tempfile.TemporaryDirectory() as folder:
         table.to_csv(Path(folder) / "comparison.csv", index=False)
-        (Path(folder) / "comparison.txt").write_text(table.to_string(index=False, float_format="%.4f"))
+        (Path(folder) / "comparison.txt").write_text(table.to_string(index=False, float_format="{:.4f}".format))
         client.log_artifacts(parent_run_id, folder)
     client.log_metric(parent_run_id, "configurations", len(table))
     shown = [c for c in ("configuration", "race", BERTSIM, LRCR, OPI_1) if c in table]
@@ -193,7 +193,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
         client.set_tag(parent_run_id, NOTE, limited(f"**Not ranked**: {clash}"))
         share_view(client, parent_run_id, None)
         log.warning("%s\nsweep of %d configurations, not ranked:\n%s", clash, len(table),
-                    table[shown].to_string(index=False, float_format="%.4f"))
+                    table[shown].to_string(index=False, float_format="{:.4f}".format))
         return
     ranked_by = race_metric_of(runs) or ranked_metric(table)
     shown += [ranked_by] if ranked_by not in shown and ranked_by in table else []
@@ -203,7 +203,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
     shown += ["lrcr_calibrated", "opi_1_calibrated"] if ranked_by == "opi_1_calibrated" else []
     race = " (the race's eliminated last: on fewer examples, not comparable)" if any(map(eliminated, runs)) else ""
     log.info("sweep of %d configurations (%s), ranked by %s%s:\n%s", len(table), fixed_line(fixed),
-             shown_metric(ranked_by), race, table[shown].to_string(index=False, float_format="%.4f"))
+             shown_metric(ranked_by), race, table[shown].to_string(index=False, float_format="{:.4f}".format))
 
 
 def sweep_configurations(client: MlflowClient, parent_run_id: str, settings: ReportSettings,
