@@ -143,11 +143,17 @@ def import_labels(client, tracking_uri: str, parent: str, path: Path, seed: int 
         raise DataError(f"{path}: no row has a relation: nothing to import")
     human = key.merge(labelled, on="item")  # each label counts for every configuration that gave the answer
     human = human.rename(columns={"relation": "human_relation", "gold_relation": "human_gold_relation"})
+    unlabelled = [c for c in answers["configuration"].unique() if c not in set(human["configuration"])]
+    if unlabelled:
+        raise DataError(f"{path}: no labelled row is an answer of {', '.join(map(str, unlabelled))} "
+                        f"({len(unlabelled)} of {answers['configuration'].nunique()} configurations), and a calibrated "
+                        f"LRCR needs at least one label among a configuration's answers: label rows they gave too "
+                        f"(the sweep run's {KEY} lists which configurations gave each item). Nothing was logged.")
+    table = calibrate(answers, human, seed)  # before anything is logged: what cannot be computed logs nothing
     with tempfile.TemporaryDirectory() as folder:
         human.to_csv(Path(folder) / "labels.csv", index=False)
         client.log_artifacts(parent, folder, FOLDER)
     assessed = log_assessments(client, tracking_uri, human)
-    table = calibrate(answers, human, seed)
     for row in table.to_dict("records"):
         for name, value in row.items():
             if name not in ("configuration", "run_id") and pd.notna(value):

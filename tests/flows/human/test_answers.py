@@ -108,6 +108,39 @@ def test_plan_says_how_many_labels_reach_a_width(sweep):
     assert "design effect 1 + (m-1)*ICC" in log and "articles" in log
 
 
+def test_labels_that_leave_a_configuration_without_one_are_refused_before_anything_is_logged(sweep):
+    # the calibration of a configuration without labels cannot be computed: it crashed after the labels and the
+    # traces' assessments were logged, leaving them at odds with the calibrated metrics of the import before
+    folder, uri = sweep
+    parent, _ = sweep_answers(uri)
+    run_cli("flows.cli.label", folder, "answers", "export", "--tracking-uri", uri, "--n", "30",
+            "--out", str(folder / "one.csv"))
+    client = mlflow.MlflowClient(uri)
+    key = pd.read_csv(client.download_artifacts(parent, "answer_labels/key.csv", str(folder)), dtype=str)
+    givers = key.groupby("item")["configuration"].agg(frozenset)
+    alone = givers[givers.map(len) == 1]  # answers only one configuration gave
+    assert len(alone), "every answer was given by several configurations: nothing to test with"
+    only = next(iter(alone.iloc[0]))
+    sheet = pd.read_csv(folder / "one.csv", dtype=str, keep_default_na=False)
+    sheet["relation"] = ["causal" if givers[item] == {only} else "" for item in sheet["item"]]
+    sheet.to_csv(folder / "one.csv", index=False)
+
+    def logged() -> tuple:
+        children = client.search_runs([client.get_run(parent).info.experiment_id],
+                                      f"tags.mlflow.parentRunId = '{parent}'")
+        return ({run.info.run_id: run.data.metrics for run in children},
+                sorted(a.path for a in client.list_artifacts(parent, "answer_labels")),
+                client.get_run(parent).data.tags)
+
+    before = logged()
+    log = run_cli("flows.cli.label", folder, "answers", "import", str(folder / "one.csv"), "--tracking-uri", uri,
+                  expect=2)
+    (said,) = [line for line in log.splitlines() if "no labelled row is an answer of" in line]
+    assert all(other in said for other in set(key["configuration"]) - {only}) and only not in said
+    assert "(2 of 3 configurations)" in said and "Traceback" not in log
+    assert logged() == before
+
+
 def key_of(items: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({"item": list(items), "generated_answer": list(items.values())})
 
