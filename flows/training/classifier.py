@@ -9,6 +9,7 @@ import dataclasses
 import logging
 import tempfile
 import warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pandas as pd
 from prefect import flow
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
+from flows.base.errors import CommandError
 from flows.orchestration.clients import client_for
 from flows.orchestration.server import run_flow
 from flows.run.data import load_data
@@ -64,6 +66,24 @@ def balanced(cfg: OPIConfig) -> Split:
     for warning in caught:
         log.warning("%s", warning.message)
     return Split(data.relation_set, train, test, len(caught))
+
+
+def split_problem(cfg: OPIConfig, split: Split) -> str | None:
+    """Why the split cannot train or test what the command asks (None: it can), said before any run opens."""
+    t, counts = cfg.train, Counter(split.labels(split.train))
+    if t.backend == "local" and len(counts) < 2:
+        return (f"the training split holds {len(counts)} relation{'' if len(counts) == 1 else 's'} "
+                f"({', '.join(counts) or 'no examples'}): a classifier is trained on at least 2; check the data's "
+                f"relation labels")
+    if t.backend == "local" and max(counts.values()) < t.cv_folds:
+        return (f"train.cv_folds={t.cv_folds} needs a relation with at least {t.cv_folds} training examples, and the "
+                f"most any has is {max(counts.values())} (train.per_relation={t.per_relation}, "
+                f"train.test_fraction={t.test_fraction:g}): raise train.per_relation, or lower train.cv_folds")
+    if t.evaluate and not split.test:
+        return (f"the test split is empty: train.per_relation={t.per_relation} x train.test_fraction="
+                f"{t.test_fraction:g} rounds to no test example of any relation: raise either, or set "
+                f"train.evaluate=false")
+    return None
 
 
 def fit_local(cfg: OPIConfig, split: Split) -> tuple[Any, dict[str, float]]:
@@ -173,6 +193,9 @@ def train_and_evaluate(cfg: OPIConfig) -> dict[str, float]:
     _, experiment_id = open_experiment(cfg.tracking, cfg.tracking.experiment + CLASSIFIER_EXPERIMENT_SUFFIX)
     mlflow.set_tracking_uri(cfg.tracking.tracking_uri)  # this command's own process: the fluent API logs the model
     split = balanced(cfg)
+    problem = split_problem(cfg, split)
+    if problem:
+        raise CommandError(problem)
     name = run_name(cfg, split)
     with mlflow.start_run(experiment_id=experiment_id, run_name=name):
         settings = {**effective_settings(cfg), "train": dataclasses.asdict(cfg.train)}

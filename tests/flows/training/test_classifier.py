@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from flows.training import classifier
-from flows.training.classifier import Split, balanced, fine_tune, log_test_scores, predict, run_name
+from flows.training.classifier import (Split, balanced, fine_tune, log_test_scores, predict, run_name,
+                                       split_problem)
 from opi.classify import LLMRelationClassifier
 from opi.data import Example
 from opi.llm import finetune
@@ -72,6 +73,24 @@ def test_the_balanced_split_counts_and_says_the_relations_that_are_short(monkeyp
     assert {e.id for e in found.train + found.test} <= {e.id for e in pool}
     assert "relation 'fuzzy' has 1 examples, fewer than per_relation=2" in caplog.text
     assert balanced(cfg) == found  # the same seed, the same split
+
+
+def test_a_split_too_small_for_what_is_asked_is_said_before_any_run():
+    def cfg(backend="local", cv_folds=2, evaluate=True):
+        return SimpleNamespace(train=TrainConfig(backend=backend, cv_folds=cv_folds, evaluate=evaluate,
+                                                 per_relation=3, test_fraction=0.2))
+
+    assert split_problem(cfg(), split(TRAIN + [example(7, "fuzzy")], TEST)) is None  # fuzzy has the 2 folds need
+    assert split_problem(cfg(), split(TRAIN, TEST)) == (
+        "train.cv_folds=2 needs a relation with at least 2 training examples, and the most any has is 1 "
+        "(train.per_relation=3, train.test_fraction=0.2): raise train.per_relation, or lower train.cv_folds")
+    assert split_problem(cfg(), split(TRAIN[:1] * 3, TEST)) == (
+        "the training split holds 1 relation (deductive): a classifier is trained on at least 2; check the data's "
+        "relation labels")
+    assert split_problem(cfg(backend="none"), split(TRAIN[:1], TEST)) is None  # nothing trained, so nothing to fit
+    empty = "the test split is empty: train.per_relation=3 x train.test_fraction=0.2 rounds to no test example"
+    assert split_problem(cfg(backend="none"), split(TRAIN, [])).startswith(empty)
+    assert split_problem(cfg(backend="none", evaluate=False), split(TRAIN, [])) is None
 
 
 def test_the_run_is_named_by_what_trains_and_the_split():
