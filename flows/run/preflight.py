@@ -24,6 +24,7 @@ from flows.run.race import metric_problem, race_metric
 from flows.base.progress import planned_sweep, start_sweep
 from hydra_plugins.opi_sweeper import forget_composed, keep_composed, sweep_of
 from flows.base.store_checks import check_stores, note_sweep_folder
+from flows.tracking.registry import resolve_registered
 from opi.memory import MEMORY
 from opi.data import DataError
 from opi.embeddings.local import model_problem
@@ -49,6 +50,7 @@ def prepared(config: OPIConfig) -> OPIConfig:
     decided, and the data has what the retrievers need. A DataError or StoreError otherwise, before any work."""
     check_models(config)
     check_stores(config)
+    resolve_registered(config)  # a registered classifier's name or alias the store does not know: one line now
     check_vector_store(config)
     data = load_data(config)
     config = chunking_for_language(config)

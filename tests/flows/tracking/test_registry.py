@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException
 
+from flows.base.errors import CommandError
 from flows.orchestration.tasks import RegisteredModel
 from flows.tracking.registry import resolve_registered
 from opi.classify import LLMRelationClassifier
@@ -61,7 +61,14 @@ def test_a_version_number_is_taken_as_given(registry):
     assert resolve_registered(config(uri, "models:/clf/1")).location == str(folder / "v1")
 
 
-def test_an_alias_that_does_not_exist_is_refused_by_the_registry(registry):
+def test_a_name_alias_or_version_the_store_does_not_know_is_one_line_naming_what_it_has(registry, tmp_path):
     uri, _, _ = registry
-    with pytest.raises(MlflowException, match="alias nope not found"):
-        resolve_registered(config(uri, "models:/clf@nope"))
+    has = "This store registers clf (@candidate): name one as models:/<name>@<alias> or models:/<name>/<version>"
+    for wrong, said in [("models:/clf@nope", "Registered model alias nope not found."),
+                        ("models:/other@candidate", "Registered Model with name=other not found."),
+                        ("models:/clf/9", "")]:
+        with pytest.raises(CommandError) as raised:
+            resolve_registered(config(uri, wrong))
+        assert str(raised.value).startswith(f"classifier.registered={wrong}: {said}") and str(raised.value).endswith(has)
+    with pytest.raises(CommandError, match="This store registers no model: train one with opi-train-classifier"):
+        resolve_registered(config(empty_store(tmp_path / "other"), "models:/clf@candidate"))
