@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from flows.cli.options import Shared, completed
+from flows.cli.options import Shared, completed, file_out
 from flows.cli.start import add_store_arguments, console_logging, run_command, start_command
 
 
@@ -59,6 +59,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     completed(parser, args, args.command, *shared)
     if getattr(args, "n", None) is not None and args.n < 1:
         parser.error(f"--n must be >= 1, got {args.n}")
+    file_out(parser, args, "annotation_sheet.csv")
     return args
 
 

@@ -18,7 +18,7 @@ import logging
 import sys
 from pathlib import Path
 
-from flows.cli.options import Shared, completed
+from flows.cli.options import Shared, completed, file_out
 from flows.cli.start import add_store_arguments, console_logging, run_command, start_command
 from flows.base.errors import EXIT_USER_ERROR
 
@@ -83,6 +83,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     completed(parser, args, command, *(options for options, _ in shared))
     if getattr(args, "n", 1) < 1:
         parser.error(f"--n must be >= 1, got {args.n}")
+    file_out(parser, args, {"export": "relations_sheet.csv", "import": "labels.csv"}.get(command, "answers_sheet.csv"))
     if args.command == "answers":
         if rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")

@@ -17,7 +17,7 @@ import logging
 import sys
 from pathlib import Path
 
-from flows.cli.options import Shared, completed
+from flows.cli.options import Shared, completed, file_out
 from flows.cli.start import add_store_arguments, console_logging, run_command, start_command
 from flows.nightly import CHAMPION, DEPLOYMENT
 from opi.regression import ALPHA, MIN_OVERLAP, TOLERANCE, UNIT
@@ -80,6 +80,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     completed(parser, args, args.command, *(options for options, _ in shared))
     if args.command == "export-baseline" and args.out is None:
         subs["export-baseline"].error("the following arguments are required: --out")
+    file_out(parser, args, "baseline.json")
     return args
 
 

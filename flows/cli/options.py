@@ -75,3 +75,10 @@ def completed(parser: argparse.ArgumentParser, args: argparse.Namespace, command
             if not hasattr(args, dest):
                 setattr(args, dest, default)
     return args
+
+
+def file_out(parser: argparse.ArgumentParser, args: argparse.Namespace, example: str) -> None:
+    """An ``--out`` that names a folder ends the command as argparse does (one line, exit 2), with a file to give."""
+    out = getattr(args, "out", None)
+    if out is not None and out.is_dir():
+        parser.error(f"--out {out} is a folder: give the file to write, e.g. --out {out / example}")

@@ -74,6 +74,15 @@ def test_opi_nightly_takes_each_option_before_or_after_its_subcommand():
     (nightly.parse_args, ["--promote", "promote", "abc"],
      "--promote is an option of run and serve only, not of promote"),
     (nightly.parse_args, ["export-baseline"], "the following arguments are required: --out"),
+    # a folder where a file is written: was IsADirectoryError's traceback after the sweep's answers were read
+    (annotate.parse_args, ["export", "--out", "."], "--out . is a folder: give the file to write, e.g. --out "
+                                                    "annotation_sheet.csv"),
+    (label.parse_args, ["--out", ".", "answers", "export"], "--out . is a folder: give the file to write, e.g. "
+                                                            "--out answers_sheet.csv"),
+    (label.parse_args, ["import", "s.csv", "--out", "."], "--out . is a folder: give the file to write, e.g. --out "
+                                                          "labels.csv"),
+    (nightly.parse_args, ["export-baseline", "--out", "."], "--out . is a folder: give the file to write, e.g. "
+                                                            "--out baseline.json"),
 ])
 def test_an_option_where_it_does_not_apply_is_refused_by_argparse(parse, argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
