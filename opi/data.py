@@ -263,7 +263,8 @@ def read_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[str] | None]
     except DataError:
         raise
     except (pd.errors.ParserError, pd.errors.EmptyDataError, OSError, ValueError) as err:
-        raise DataError(f"{path}: cannot be read as {suffix[1:]} ({type(err).__name__}: {str(err)[:160]})") from None
+        raise DataError(f"{path}: cannot be read as {suffix[1:]} "
+                        f"({type(err).__name__}: {' '.join(str(err).split())[:160]})") from None
     rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
     if suffix == ".parquet":
         return rows, None
@@ -431,11 +432,15 @@ def balanced_split(examples: Sequence[Example], per_relation: int = 100, test_fr
     return train, test
 
 
+def other_separator(header: str) -> str | None:
+    """The separator a CSV's header line was saved with when it is not a comma (Excel's ';' in many locales), or
+    None. Read with commas, such a file is one column named like ``context;question;answer``."""
+    return next((s for s in (";", "\t", "|") if header.count(s) > header.count(",")), None)
+
+
 def _separator_hint(record: dict) -> str:
-    """What to do about a row without the columns: a CSV saved with another separator (Excel's ';' in many
-    locales) reads as one column named like ``context;question;answer``."""
-    (only, *more) = [*record] or [""]
-    separator = next((s for s in (";", "\t", "|") if not more and s in str(only)), None)
+    """What to do about a row without the columns: a CSV saved with another separator, or other column names."""
+    separator = other_separator(",".join(map(str, record)))
     if separator:
         return (f"its header looks separated by {separator!r}, not commas: save the file as comma-separated CSV, "
                 f"or as .jsonl or .parquet")

@@ -34,7 +34,7 @@ from flows.tracking.sweeps import child_predictions, find_sweep
 from flows.tracking.traces import EXAMPLE_TAG
 from opi.data import DataError
 from opi.metrics.names import LRCR, OPI_1
-from opi.sheets import read_sheet as read_csv_sheet
+from opi.sheets import read_sheet as read_csv_sheet, same_text
 from opi.metrics.calibration import DEFAULT_ICC, calibrated_lrcr, labels_for_width
 from opi.metrics.ppi import MIN_ICC_CLUSTERS, design_effect, intraclass_correlation, same_cluster_share
 from opi.metrics.stats import cluster_codes, design
@@ -119,7 +119,7 @@ def read_sheet(path: Path, key: pd.DataFrame, labels: list[str], ask_gold: bool)
         if item in seen:
             raise DataError(f"{where}, field 'item': {item!r} labelled twice")
         seen.add(item)
-        if row["generated_answer"] != exported[item]:
+        if not same_text(exported[item], row["generated_answer"]):
             raise DataError(f"{where}, field 'generated_answer': not the answer exported as {item!r}; this sheet "
                             "belongs to another export")
         for column in needed[1:]:

@@ -12,7 +12,7 @@ from typing import Iterable, Mapping, Sequence
 import pandas as pd
 
 from opi.data import DataError
-from opi.sheets import read_sheet
+from opi.sheets import read_sheet, same_text
 from opi.llm.prompts import load_prompt
 
 SCALE = (0, 3, 7)
@@ -56,7 +56,7 @@ def import_sheet(path: str | Path, known_ids: Iterable[str], answers: Mapping[st
     known = set(known_ids)
     if answers is not None:
         for row_number, (sheet_id, answer) in enumerate(zip(sheet["id"], sheet["generated_answer"]), start=2):
-            if sheet_id in answers and answers[sheet_id] != answer:
+            if sheet_id in answers and not same_text(answers[sheet_id], answer):
                 raise DataError(f"{path}, row {row_number}, field 'generated_answer': not the answer exported as "
                                 f"{sheet_id!r}; this sheet belongs to another export (export again and re-score)")
     seen: set[str] = set()

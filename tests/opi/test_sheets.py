@@ -2,7 +2,7 @@ import pytest
 
 from opi.data import DataError
 from opi.metrics.extrinsic import import_sheet
-from opi.sheets import read_sheet
+from opi.sheets import read_sheet, same_text
 
 
 def test_a_filled_sheet_is_read_as_text_cells(tmp_path):
@@ -21,6 +21,12 @@ def test_a_filled_sheet_is_read_as_text_cells(tmp_path):
     (lambda p: p.write_text(""), "the file is empty; it should be the filled copy of the sheet opi-label export wrote"),
     (lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x00" * 50), "not text (not valid UTF-8)"),
     (lambda p: p.write_text("item,relation\nx,y\n"), "missing column(s) ['id'] (is this a sheet of opi-label export?"),
+    # saved by a spreadsheet with semicolons: one column, or rows cut at the commas inside answers
+    (lambda p: p.write_text("id;relation\n1;causal\n"), "it has ['id;relation']); its header is separated by ';', "
+                                                       "not commas: save it as comma-separated CSV (UTF-8)"),
+    (lambda p: p.write_text("id;relation;answer\n1;causal;yes\n2;causal;no, then yes, then, no\n"),
+     "cannot be read as a CSV sheet (ParserError: Error tokenizing data. C error: Expected 1 fields in line 3, saw 4); "
+     "its header is separated by ';', not commas"),
 ])
 def test_whatever_is_not_a_sheet_is_one_line_naming_the_file(tmp_path, make, message):
     path = tmp_path / "sheet.csv"
@@ -36,3 +42,10 @@ def test_a_score_sheet_without_its_answers_cannot_be_matched_to_the_export(tmp_p
     with pytest.raises(DataError, match=r"missing column\(s\) \['generated_answer'\]"):
         import_sheet(tmp_path / "s.csv", ["a"], answers={"a": "Paris."})
     assert import_sheet(tmp_path / "s.csv", ["a"])["score"].tolist() == [7]  # without a key: no answers to match
+
+
+def test_an_answer_a_spreadsheet_respaced_is_still_the_one_exported(tmp_path):
+    assert same_text("Paris, in 1850.\nThen Lyon.", " Paris,  in 1850.\r\nThen Lyon. ")
+    assert not same_text("Paris, in 1850.", "Paris in 1850.")
+    (tmp_path / "s.csv").write_text('id,score,generated_answer\na,7,"Paris.  "\n')
+    assert import_sheet(tmp_path / "s.csv", ["a"], answers={"a": "Paris."})["score"].tolist() == [7]
