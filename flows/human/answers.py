@@ -171,6 +171,12 @@ def import_labels(client, tracking_uri: str, parent: str, path: Path, seed: int 
              "calibrated, ranked by calibrated OPI-1:\n%s", len(labelled), len(human), assessed,
              table.to_string(index=False, float_format="{:.4f}".format))
     log.info("the sweep report with these columns: opi-report --sweep %s", parent)
+    flat = table[table["lrcr_calibrated_ci_high"] - table["lrcr_calibrated_ci_low"] < 1e-9]
+    if len(flat):
+        log.warning("%s: the calibrated LRCR's interval has no width, because every one of their labels agrees "
+                    "with the gold relation the same way (the spread of %s labels is 0, as a Wald interval's, and "
+                    "ppi_py's, is then): that is too few labels, not certainty; label more of their answers",
+                    ", ".join(map(str, flat["configuration"])), "/".join(f"{n:.0f}" for n in flat["labels_used"]))
     return table
 
 

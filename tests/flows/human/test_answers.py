@@ -141,6 +141,27 @@ def test_labels_that_leave_a_configuration_without_one_are_refused_before_anythi
     assert logged() == before
 
 
+def test_labels_that_all_agree_the_same_way_say_their_interval_has_no_width_for_want_of_labels(sweep):
+    # every label names another relation than the gold one: the calibrated LRCR is 0 with no spread, [0, 0]
+    folder, uri = sweep
+    parent, answers = sweep_answers(uri)
+    run_cli("flows.cli.label", folder, "answers", "export", "--tracking-uri", uri, "--n", "8",
+            "--out", str(folder / "wrong.csv"))
+    key = pd.read_csv(mlflow.MlflowClient(uri).download_artifacts(parent, "answer_labels/key.csv", str(folder)),
+                      dtype=str).drop_duplicates("item").set_index("item")
+    gold = dict(zip(answers["id"], answers["relation"]))
+    sheet = pd.read_csv(folder / "wrong.csv", dtype=str, keep_default_na=False)
+    sheet["relation"] = [next(r for r in LABELS if r != gold[key.loc[item, "example_id"]]) for item in sheet["item"]]
+    sheet.to_csv(folder / "wrong.csv", index=False)
+    log = run_cli("flows.cli.label", folder, "answers", "import", str(folder / "wrong.csv"), "--tracking-uri", uri)
+    client = mlflow.MlflowClient(uri)
+    for run_id in answers["run_id"].unique():
+        metrics = client.get_run(run_id).data.metrics
+        assert metrics["lrcr_calibrated"] == metrics["lrcr_calibrated_ci_low"] == metrics["lrcr_calibrated_ci_high"]
+    (said,) = [line for line in log.splitlines() if "interval has no width" in line]
+    assert "that is too few labels, not certainty" in said and said.count("extractive") == 3
+
+
 def key_of(items: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({"item": list(items), "generated_answer": list(items.values())})
 
