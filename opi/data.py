@@ -116,6 +116,8 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
         evidence, evidence_problem = _evidence(record.get("evidence"), evidence_separator)
         if problem is None and evidence_problem:
             problem = (f"{where}, field 'evidence': {evidence_problem}", "unreadable evidence")
+        if problem is None and record.get(NOT_LABELLED):
+            problem = (f"{where}: the label file has no label for it", "not in the label file")
         if problem is None and relation is not None and relations is not None and relation not in relations:
             problem = (f"{where}, field 'relation': unknown label {relation!r}; known: {list(relations)}",
                        "unknown relation")
@@ -286,9 +288,12 @@ def rename_columns(rows: list[dict[str, Any]], columns: dict[str, str] | None, s
 
 
 def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: str = "id",
-                relations: Sequence[str] | None = None, source: str = "the data") -> list[dict[str, Any]]:
+                relations: Sequence[str] | None = None, source: str = "the data", on_invalid: str = "error"
+                ) -> list[dict[str, Any]]:
     """Add ``relation`` from a label file (columns ``id`` or ``row``, and ``relation``), every row of it checked:
-    a problem names the label file, its row and field. Every example of ``source`` needs a label."""
+    a problem names the label file, its row and field. Every example of ``source`` needs a label; with
+    ``on_invalid="skip"`` those it leaves out are marked (``NOT_LABELLED``) and dropped by ``validate``, counted
+    (a sheet people labelled a sample of, ``opi-label import``)."""
     labels, places = read_rows(labels_path)
     if not labels or "relation" not in labels[0] or join_on not in labels[0]:
         raise DataError(f"{labels_path}: a label file needs columns {join_on!r} and 'relation'")
@@ -305,10 +310,15 @@ def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: st
     if extra:
         raise DataError(f"{labels_path}: {len(extra)} label(s) name no example by {join_on!r}, "
                         f"e.g. {sorted(extra)[:3]}; the label file does not match this dataset")
-    if unmatched:
+    if unmatched and on_invalid == "error":
         raise DataError(f"{labels_path}: no label for {len(unmatched)} of the {len(keys)} examples of {source} by "
-                        f"{join_on!r}, e.g. {unmatched[:3]}; a label file labels every example")
-    return [{**row, "relation": by_key.get(key)} for row, key in zip(rows, keys)]
+                        f"{join_on!r}, e.g. {unmatched[:3]}; a label file labels every example (or set "
+                        f"dataset.on_invalid=skip to evaluate only the examples it labels)")
+    return [{**row, "relation": by_key.get(key), **({NOT_LABELLED: True} if key not in by_key else {})}
+            for row, key in zip(rows, keys)]
+
+
+NOT_LABELLED = "_not_in_the_label_file"  # a row's mark: the label file leaves it out (dataset.on_invalid=skip)
 
 
 def label_keys(labels: list[dict[str, Any]], path: str | Path, join_on: str, relations: Sequence[str] | None,
@@ -477,7 +487,7 @@ def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str]
     if d.group:
         rows = rename_columns(rows, {"group": d.group}, source, "dataset.group")
     if d.labels_path:
-        rows = join_labels(rows, d.labels_path, d.label_join, label_set, source)
+        rows = join_labels(rows, d.labels_path, d.label_join, label_set, source, d.on_invalid)
     examples, report = validate(rows, source, label_set, d.on_invalid, d.evidence_separator, d.max_context_words,
                                 places)
     if unanswerable:

@@ -116,8 +116,9 @@ def import_sheet(config: OPIConfig, sheet_path: Path, out: Path) -> None:
     train = out.with_suffix(".train.jsonl")
     pd.DataFrame([{"id": e.id, "context": e.context, "question": e.question, "answer": e.answer, "relation": r}
                   for e, r in zip(examples, sheet["relation"])]).to_json(train, orient="records", lines=True)
-    log.info("%s: %d labels (dataset.labels_path=%s); %s: the labelled examples (classifier.train_path=%s)",
-             out, len(sheet), out, train, train)
+    partly = "" if len(sheet) == len(data.pool) else " dataset.on_invalid=skip"  # evaluates the labelled ones
+    log.info("%s: %d labels of the %d examples (dataset.labels_path=%s%s); %s: the labelled examples "
+             "(classifier.train_path=%s)", out, len(sheet), len(data.pool), out, partly, train, train)
     people = sheet["relation"].tolist()
     if len(set(people)) < 2:
         log.warning("all labels are %r: no classifier agreement to measure", people[0])

@@ -343,7 +343,12 @@ def test_a_label_file_that_misses_examples_names_itself_and_them(tmp_path):
     pd.DataFrame({"id": ["q0", "q2"], "relation": LABELS}).to_csv(labels, index=False)
     assert load_error(tmp_path, kind="table", path=str(path), labels_path=str(labels)) == \
         f"{labels}: no label for 3 of the 5 examples of {path} by 'id', e.g. ['q1', 'q3', 'q4']; a label file " \
-        "labels every example"
+        "labels every example (or set dataset.on_invalid=skip to evaluate only the examples it labels)"
+    # a sample people labelled (opi-label import): the examples it labels, the others dropped and counted
+    examples, report = load_examples(DatasetConfig(kind="table", path=str(path), labels_path=str(labels),
+                                                   on_invalid="skip"))
+    assert [(e.id, e.relation) for e in examples] == [("q0", LABELS[0]), ("q2", LABELS[1])]
+    assert report.dropped == {"not in the label file": 3} and report.rows_read == 5
 
 
 def test_labels_joined_by_id_on_data_without_ids_suggest_joining_by_row(tmp_path):

@@ -41,6 +41,7 @@ def test_export_label_import_and_use_the_labels(tmp_path, caplog):
     assert set(train.columns) >= {"context", "question", "answer", "relation"} and len(train) == 8
     agreement = [r.getMessage() for r in caplog.records if "agreement of the classifier" in r.getMessage()]
     assert len(agreement) == 1 and "Cohen's kappa" in agreement[0]
+    assert f"8 labels of the 8 examples (dataset.labels_path={tmp_path / 'labels.csv'});" in caplog.text
 
     # the label file makes the data labelled; the training file lets the local classifier label unlabelled data
     log = run_cli("flows.cli.evaluate", tmp_path, *ON_DATA, f"dataset.labels_path={tmp_path}/labels.csv",
