@@ -8,6 +8,7 @@ a header. Names never hold a ``|`` (a Markdown table's separator) and are unique
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -107,3 +108,37 @@ def unique(names: Sequence[str]) -> list[str]:
             candidate = f"{name} ({count})"
         result.append(candidate)
     return result
+
+
+def bracketed(name: str) -> tuple[str, dict[str, str]]:
+    """A stable name (``flows.tracking.sweeps.configuration_names``: "description [key=value, ...]") as its
+    description and the settings in its brackets ({} without)."""
+    found = re.fullmatch(r"(.*) \[((?:[\w.]+=.*?)(?:, [\w.]+=.*?)*)\]", name)
+    if found is None:
+        return name, {}
+    return found.group(1), dict(part.split("=", 1) for part in re.split(r", (?=[\w.]+=)", found.group(2)))
+
+
+def matched(ours: Mapping[str, Mapping[str, str]], theirs: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """Their configuration's name -> ours, for configurations two sweeps named differently only because they hold
+    different sets (a sweep adds ``kNN k=8`` beside ``kNN``: its kNN is named ``kNN [retriever.k=4]``). Each side
+    maps a stable name to the configuration's settings (its params; from a baseline file, those in its name's
+    brackets). Equal names pair; then, among the rest with the same description, one of theirs and one of ours pair
+    when they agree on every setting either name's brackets hold (where both sides know it) and neither agrees so
+    with another."""
+    pairs = {name: name for name in theirs if name in ours}
+    left_ours = [name for name in ours if name not in pairs.values()]
+    left_theirs = [name for name in theirs if name not in pairs]
+
+    def agree(mine: str, other: str) -> bool:
+        (base, keys), (other_base, other_keys) = bracketed(mine), bracketed(other)
+        if base != other_base:
+            return False
+        shared = [key for key in {*keys, *other_keys} if key in ours[mine] and key in theirs[other]]
+        return all(str(ours[mine][key]) == str(theirs[other][key]) for key in shared)
+
+    for other in left_theirs:
+        candidates = [mine for mine in left_ours if agree(mine, other)]
+        if len(candidates) == 1 and [o for o in left_theirs if agree(candidates[0], o)] == [other]:
+            pairs[other] = candidates[0]
+    return pairs

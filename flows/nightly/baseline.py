@@ -17,8 +17,10 @@ from mlflow import MlflowClient
 from flows.nightly import CHAMPION, CHAMPION_TAG
 from flows.base.errors import CommandError
 from flows.tracking.store import existing_store
-from flows.tracking.sweeps import child_predictions, children, configuration_names, existing_run, yardsticks
+from flows.tracking.sweeps import (child_predictions, children, configuration_names, existing_run, naming_params,
+                                   yardsticks)
 from opi.data import DataError
+from opi.naming import bracketed
 from opi.regression import baseline_file_yardstick, read_baseline_file
 
 log = logging.getLogger("opi")
@@ -31,15 +33,21 @@ class Baseline:
     rows: dict[str, pd.DataFrame] | None  # configuration -> per-example predictions (None: a file of numbers)
     yardsticks: dict[str, dict[str, str]]  # configuration (or "file") -> yardstick tags
     run_id: str | None = None
+    settings: dict[str, dict[str, str]] | None = None  # configuration -> its settings (a file: its name's brackets)
+
+    def settings_of(self) -> dict[str, dict[str, str]]:
+        return self.settings if self.settings is not None else {name: bracketed(name)[1] for name in self.metrics}
 
 
-def sweep_results(client: MlflowClient, parent: str) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
-    """(configuration -> metrics, configuration -> predictions) of a sweep's children."""
+def sweep_results(client: MlflowClient, parent: str
+                  ) -> tuple[dict[str, dict[str, float]], dict[str, Any], dict[str, dict[str, str]]]:
+    """(configuration -> metrics, configuration -> predictions, configuration -> settings) of a sweep's
+    children."""
     runs = children(client, parent)
     names = configuration_names(runs)
     metrics = {names[run.info.run_id]: dict(run.data.metrics) for run in runs}
     rows = {name: frame for name, (_, frame) in child_predictions(client, parent, runs).items()}
-    return metrics, rows
+    return metrics, rows, {names[run.info.run_id]: naming_params(run) for run in runs}
 
 
 def labelled_sweep(client: MlflowClient, experiment_id: str, label: str) -> str:
@@ -74,10 +82,10 @@ def load_baseline(client: MlflowClient, experiment_id: str | None, baseline: str
     else:
         run_id = baseline
     existing_run(client, run_id, "baseline run", "give a sweep's parent run id, 'champion' or a .json baseline file")
-    metrics, rows = sweep_results(client, run_id)
+    metrics, rows, settings = sweep_results(client, run_id)
     if not metrics:
         raise CommandError(f"baseline run {run_id} has no configuration runs under it: is it a sweep's parent run?")
-    return Baseline(f"run {run_id}", metrics, rows, yardsticks(children(client, run_id)), run_id)
+    return Baseline(f"run {run_id}", metrics, rows, yardsticks(children(client, run_id)), run_id, settings)
 
 
 def sweep_run(client: MlflowClient, run_id: str, what: str) -> None:

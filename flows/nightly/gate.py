@@ -27,6 +27,7 @@ from flows.orchestration.server import OrchestrationError, ensure_api, prefect_a
 from flows.run.config import compose_config, typed
 from flows.base.errors import CommandError
 from flows.tracking.sweeps import children, configuration_names, display_names, yardsticks
+from opi.naming import matched
 from opi.regression import (ALPHA, MIN_OVERLAP, TOLERANCE, UNIT, GateSettings, Judgement, NotComparable, explain,
                             ids_of, judge, markdown, overlap, write_baseline_file)
 from opi.schemas import MetricsConfig, TrackingConfig
@@ -113,10 +114,17 @@ def log_verdicts(client: MlflowClient, parent: str, judgement: Judgement, baseli
 
 
 def judged(client: MlflowClient, parent: str, baseline: Baseline, settings: GateSettings) -> Judgement:
-    metrics, rows = sweep_results(client, parent)
+    metrics, rows, configured = sweep_results(client, parent)
+    named = matched(configured, baseline.settings_of())  # the baseline's names -> tonight's
+    for theirs, ours in named.items():
+        if theirs != ours:
+            log.info("%s is the baseline's %s (named apart from configurations of the same kind tonight, or in the "
+                     "baseline)", ours, theirs)
+    renamed = {name: named.get(name, name) for name in baseline.metrics}
+    baseline_rows = None if baseline.rows is None else {renamed.get(n, n): r for n, r in baseline.rows.items()}
     try:
-        judgement = judge(metrics, baseline.metrics, rows if baseline.rows is not None else None, baseline.rows,
-                          settings)
+        judgement = judge(metrics, {renamed[n]: m for n, m in baseline.metrics.items()},
+                          rows if baseline.rows is not None else None, baseline_rows, settings)
     except NotComparable as err:
         raise CommandError(f"baseline {baseline.name}: {err}") from None
     for note in judgement.notes:
@@ -217,7 +225,7 @@ def export_baseline(tracking_uri: str, experiment: str, sweep: str | None, out: 
     if sweep is None:
         raise CommandError("no champion run to export: pass --sweep <parent run id>")
     sweep_run(client, sweep, "--sweep")
-    metrics, _ = sweep_results(client, sweep)
+    metrics, _, _ = sweep_results(client, sweep)
     yardstick = next(iter(yardsticks(children(client, sweep)).values()), None)
     log.info("wrote %s (the numbers of run %s)", write_baseline_file(out, metrics, f"mlflow run {sweep}", yardstick),
              sweep)

@@ -1,6 +1,6 @@
 import pytest
 
-from opi.naming import Described, leaf_labels, short_names
+from opi.naming import Described, bracketed, leaf_labels, matched, short_names
 
 
 def described(retrieval: str, reader: str = "extractive", classifier: str | None = "local-clf",
@@ -77,3 +77,23 @@ def test_real_params_name_a_grid_and_a_k_sweep(params):
     assert short_names(swept)[0] == ["kNN k=2", "kNN k=4", "BM25"]
     chunked = [params("setup=knn", f"chunking.size={size}") for size in (50, 100)]
     assert short_names(chunked)[0] == ["kNN size=50", "kNN size=100"]
+
+
+def test_a_stable_name_splits_into_its_description_and_the_settings_in_its_brackets():
+    assert bracketed("kNN | extractive | local-clf") == ("kNN | extractive | local-clf", {})
+    assert bracketed("kNN | extractive [retriever.k=4]") == ("kNN | extractive", {"retriever.k": "4"})
+    assert bracketed("kNN [a.b=[1, 2], retriever.k=4]") == ("kNN", {"a.b": "[1, 2]", "retriever.k": "4"})
+    assert bracketed("kNN [run 1a2b3c4d]") == ("kNN [run 1a2b3c4d]", {})  # the same configuration twice
+
+
+def test_configurations_named_apart_by_what_else_their_sweep_holds_are_matched_by_their_settings():
+    ours = {"kNN [retriever.k=4]": {"retriever.k": "4"}, "kNN [retriever.k=8]": {"retriever.k": "8"}, "BM25": {}}
+    assert matched(ours, {"kNN": {"retriever.k": "4"}, "BM25": {}}) == {"kNN": "kNN [retriever.k=4]", "BM25": "BM25"}
+    assert matched({"kNN": {"retriever.k": "2"}}, {"kNN [retriever.k=2]": {"retriever.k": "2"},
+                                                   "kNN [retriever.k=8]": {"retriever.k": "8"}}) == {
+        "kNN [retriever.k=2]": "kNN"}
+    # a baseline file knows only the settings in its names: one plain kNN cannot tell k=4 from k=8
+    assert matched(ours, {"kNN": {}, "BM25": {}}) == {"BM25": "BM25"}
+    # one kNN each side, its k changed tonight: the same name, so judged (a changed setting is what the gate is for)
+    assert matched({"kNN": {"retriever.k": "1"}}, {"kNN": {"retriever.k": "4"}}) == {"kNN": "kNN"}
+    assert matched({"kNN [retriever.k=4]": {"retriever.k": "4"}}, {"BM25": {}}) == {}  # another kind

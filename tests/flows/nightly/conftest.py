@@ -32,14 +32,18 @@ class Store:
         self.experiment_id = found.experiment_id if found else self.client.create_experiment(
             "opi", artifact_location=(folder / "artifacts").resolve().as_uri())
 
-    def sweep(self, frames: dict[str, pd.DataFrame], label: str = "", yardstick: dict | None = None) -> str:
-        """A finished sweep of ``frames`` (configuration name -> rows); its parent run id."""
+    def sweep(self, frames: dict[str, pd.DataFrame], label: str = "", yardstick: dict | None = None,
+              params: dict[str, dict[str, str]] | None = None) -> str:
+        """A finished sweep of ``frames`` (configuration name -> rows; ``params``: name -> its settings, where its
+        run name is its description and several share one); its parent run id."""
         client = self.client
         parent = client.create_run(self.experiment_id, run_name="sweep",
                                    tags={"opi.role": "sweep", **({"opi.label": label} if label else {})}).info.run_id
         for name, rows in frames.items():
-            child = client.create_run(self.experiment_id, run_name=name,
+            child = client.create_run(self.experiment_id, run_name=name.split(" @")[0],
                                       tags={"mlflow.parentRunId": parent, **(yardstick or {})}).info.run_id
+            for key, setting in (params or {}).get(name, {}).items():
+                client.log_param(child, key, setting)
             for metric, key in (("opi_1", "opi"), ("bertsim", "bertsim"), ("lrcr", "lrcr")):
                 client.log_metric(child, metric, value(rows, key))
             path = self.folder / child / "predictions.parquet"

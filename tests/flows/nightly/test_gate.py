@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from flows.nightly import CHAMPION, gate  # imports Prefect, whose logging setup comes before the tests' log capture
@@ -266,6 +267,39 @@ def test_a_regression_fails_the_night_names_what_fell_and_promotes_nothing(store
     assert {a.path for a in store.client.list_artifacts(parent, "nightly")} == {"nightly/verdicts.csv",
                                                                                  "nightly/verdicts.md"}
     assert champion(store.client, store.experiment_id) is None
+
+
+def knn_sweep(store, ks):
+    """kNN at each k of ``ks`` (its run named by its description alone, its settings as params) and BM25."""
+    frames = {f"kNN @{k}": example_rows(shift=0.01 * int(k)) for k in ks}
+    return store.sweep({**frames, "BM25": example_rows()},
+                       params={f"kNN @{k}": {"retriever.k": k, "retriever.name": "knn"} for k in ks})
+
+
+def judged_against_champion(store, before, tonight):
+    promote(store.client, store.experiment_id, knn_sweep(store, before))
+    parent = knn_sweep(store, tonight)
+    return parent, lambda: decide(night(store, parent, CHAMPION, False),
+                                  load_baseline(store.client, store.experiment_id, CHAMPION))
+
+
+def test_a_configuration_added_beside_one_of_its_kind_leaves_that_one_matched_to_the_baseline(store, caplog):
+    # tonight's kNN at k=4 beside a new kNN at k=8 is named "kNN [retriever.k=4]", the baseline's plain "kNN": it
+    # was judged missing tonight, a false alarm
+    parent, decided = judged_against_champion(store, ["4"], ["4", "8"])
+    with caplog.at_level(logging.INFO, logger="opi"):
+        assert decided()["regression"] is False
+    verdicts = pd.read_csv(store.client.download_artifacts(parent, "nightly/verdicts.csv", str(store.folder)))
+    assert {"kNN [retriever.k=4]", "kNN [retriever.k=8]", "BM25"} == set(verdicts["configuration"])
+    assert "kNN [retriever.k=4] is the baseline's kNN" in caplog.text
+
+
+def test_a_configuration_dropped_beside_one_of_its_kind_is_missing_and_the_other_still_judged(store):
+    _, decided = judged_against_champion(store, ["2", "8"], ["2"])
+    with pytest.raises(Regression) as failed:
+        decided()
+    fell = [line.split(":")[0] for line in str(failed.value).splitlines()[1:]]
+    assert set(fell) == {"kNN [retriever.k=8]"}  # gone tonight; tonight's kNN is the baseline's k=2, judged alike
 
 
 def test_a_night_that_passes_is_promoted_when_asked(store, baseline_file, caplog):
