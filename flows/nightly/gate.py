@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from mlflow import MlflowClient
+from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 from prefect import flow
 from prefect.schedules import Cron
 
@@ -72,8 +74,16 @@ class Plan:
 
 
 def planned(overrides: list[str]) -> Plan:
-    sweep_only = ("hydra.", "setup=")  # sweep settings are Hydra's business, not these
-    return Plan(compose_config(["experiment=nightly", *[o for o in overrides if not o.startswith(sweep_only)]]))
+    """Tonight's configuration from the overrides (one it cannot compose from is a one-line CommandError, before
+    anything runs); the sweep's settings are Hydra's business, not these."""
+    sweep_only = ("hydra.", "setup=")
+    try:
+        return Plan(compose_config(["experiment=nightly", *[o for o in overrides if not o.startswith(sweep_only)]]))
+    except (HydraException, OmegaConfBaseException) as err:
+        said = " ".join(f"{err}{f': {err.__cause__}' if err.__cause__ else ''}".split()) or type(err).__name__
+        sweep = (" (the nightly sweeps over several values with hydra.sweeper.params, e.g. "
+                 "\"hydra.sweeper.params.setup='knn,bm25'\")" if "Ambiguous value" in said else "")
+        raise CommandError(f"invalid override for the nightly: {said}{sweep}") from None
 
 
 def same_yardstick(tonight: dict[str, str], baseline: Baseline) -> None:
@@ -241,7 +251,17 @@ def promote_by_hand(tracking_uri: str, experiment: str, sweep: str) -> None:
 
 
 def serve(name: str, cron: str, timezone: str, parameters: dict[str, Any]) -> None:
-    """Register the deployment with its cron schedule and serve it (runs start here when they are due)."""
+    """Register the deployment with its cron schedule and serve it (runs start here when they are due). Its
+    schedule and its overrides are checked first: nothing is registered that would fail when due."""
+    from prefect.client.schemas.schedules import CronSchedule  # what Prefect validates the schedule as, when due
+
+    try:
+        CronSchedule(cron=cron, timezone=timezone)
+    except ValueError as err:  # pydantic's ValidationError is one
+        said = err.errors()[0]["msg"].removeprefix("Value error, ") if hasattr(err, "errors") else str(err)
+        raise CommandError(f"--cron {cron!r} --timezone {timezone!r}: {said}; e.g. --cron '0 2 * * *' --timezone "
+                           f"Europe/Berlin") from None
+    planned(list(parameters.get("overrides") or []))
     url = user_api_url()
     if not url:
         log.warning("PREFECT_API_URL is not set: the deployment lives on a temporary server that stops with this "

@@ -190,6 +190,31 @@ def test_the_plan_reads_tracking_and_the_yardstick_from_the_same_overrides(tmp_p
     assert plan.yardstick["opi.yardstick"].startswith("sentence-transformers:")
 
 
+@pytest.mark.parametrize("override, said", [
+    ("nosuch=1", "invalid override for the nightly: Could not override 'nosuch'."),
+    ("retriever.k=abc", "invalid override for the nightly: Error merging override retriever.k=abc: Value 'abc' of "
+                        "type 'str' could not be converted to Integer"),
+    ("dataset=nosuch", "invalid override for the nightly: In 'config': Could not find 'dataset/nosuch'"),
+    ("retriever.k=2,8", "the nightly sweeps over several values with hydra.sweeper.params"),
+])
+def test_an_override_tonight_cannot_compose_from_is_one_line_before_anything(override, said):
+    # was Hydra's traceback and exit 1, the code of a regression
+    with pytest.raises(CommandError) as refused:
+        planned([override])
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("cron, timezone, said", [
+    ("not a cron", "UTC", "--cron 'not a cron' --timezone 'UTC': Invalid cron string"),
+    ("0 2 * * *", "Mars/Olympus", "--cron '0 2 * * *' --timezone 'Mars/Olympus': Invalid timezone"),
+])
+def test_a_schedule_prefect_would_refuse_when_due_is_refused_before_the_server_is_asked(cron, timezone, said,
+                                                                                        monkeypatch):
+    monkeypatch.setattr(gate, "user_api_url", lambda: pytest.fail("the server was asked first"))
+    with pytest.raises(CommandError, match=re.escape(said)):
+        gate.serve("opi-nightly", cron, timezone, {"overrides": []})
+
+
 def test_data_tonight_cannot_read_is_a_command_error_before_the_sweep(monkeypatch):
     import flows.run.data
 
