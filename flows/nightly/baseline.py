@@ -13,6 +13,7 @@ from typing import Any, Iterator
 import pandas as pd
 from filelock import FileLock, Timeout
 from mlflow import MlflowClient
+from mlflow.entities import ViewType
 
 from flows.nightly import CHAMPION, CHAMPION_TAG
 from flows.base.errors import CommandError
@@ -65,6 +66,20 @@ def champion(client: MlflowClient, experiment_id: str | None) -> str | None:
     return runs[0].info.run_id if runs else None
 
 
+def deleted_champion(client: MlflowClient, experiment_id: str | None) -> None:
+    """A champion that was deleted does not make a first night: the gate would pass everything unjudged."""
+    if experiment_id is None:
+        return
+    gone = client.search_runs([experiment_id], f"tags.`{CHAMPION_TAG}` = '{CHAMPION}'", ViewType.DELETED_ONLY,
+                              max_results=1, order_by=["attributes.start_time DESC"])
+    if gone:
+        run_id = gone[0].info.run_id
+        raise CommandError(f"the champion sweep {run_id} is deleted, so there is no baseline to judge tonight "
+                           f"against: restore it (mlflow runs restore --run-id {run_id}, with MLFLOW_TRACKING_URI "
+                           f"set to this store), promote another (opi-nightly promote <parent run id>), or, to start "
+                           f"again without one, remove it for good (mlflow gc) and run with --promote")
+
+
 def load_baseline(client: MlflowClient, experiment_id: str | None, baseline: str) -> Baseline | None:
     """'champion', a parent run id or a json file; None if no champion. ``experiment_id`` is None on a first night,
     when the store has no experiment (and so no run) yet."""
@@ -76,6 +91,7 @@ def load_baseline(client: MlflowClient, experiment_id: str | None, baseline: str
     if baseline == CHAMPION:
         run_id = champion(client, experiment_id)
         if run_id is None:
+            deleted_champion(client, experiment_id)
             return None
     elif experiment_id is None:
         raise CommandError(f"baseline run {baseline} cannot exist: this MLflow store has no experiment yet")

@@ -64,7 +64,8 @@ def run_sweep(overrides: list[str], label: str) -> None:
     """``opi-eval experiment=nightly`` with ``overrides``, its runs labelled ``label``, as subflows of this flow run."""
     import cloudpickle
 
-    command = [sys.executable, "-m", "flows.cli.nightly_sweep", "experiment=nightly", *overrides, f"tracking.label={label}"]
+    command = [sys.executable, "-m", "flows.cli.nightly_sweep", "experiment=nightly", *overrides,
+               f"tracking.label={label}"]
     with tempfile.TemporaryDirectory(prefix="opi-nightly-") as folder:
         context = Path(folder) / "prefect-context.pickle"
         context.write_bytes(cloudpickle.dumps(portable_context()))
@@ -107,9 +108,16 @@ def followed(command: list[str], environment: dict[str, str], log_file: Path) ->
             sys.stdout.flush()
         finally:
             stopped(process)
-    lines = [line for line in log_file.read_text(errors="replace").splitlines()
-             if line.strip() and "HYDRA_FULL_ERROR" not in line]
-    return process.returncode, lines[-1].strip() if lines else "no output"
+    return process.returncode, last_said(log_file.read_text(errors="replace"))
+
+
+def last_said(output: str) -> str:
+    """What a failed command's output ends by saying: its last logged error, else its last line that begins a
+    message (not an indented detail under one, as Hydra writes ``full_key: ...`` under its error)."""
+    lines = [line for line in output.splitlines() if line.strip() and "HYDRA_FULL_ERROR" not in line]
+    errors = [line.split("[ERROR] - ", 1)[-1] for line in lines if "[ERROR]" in line]
+    starts = [line for line in lines if not line[0].isspace()]
+    return (errors or starts or lines or ["no output"])[-1].strip()
 
 
 def stopped(process: subprocess.Popen) -> None:

@@ -106,9 +106,13 @@ def child_predictions(client: MlflowClient, parent: str, runs: list | None = Non
 def existing_run(client: MlflowClient, run_id: str, what: str, hint: str):
     """The run; for an id this store does not have, a CommandError naming it instead of MLflow's traceback."""
     try:
-        return client.get_run(run_id)
+        run = client.get_run(run_id)
     except MlflowException:
         raise CommandError(f"{what} {run_id} is not in this MLflow store: {hint}") from None
+    if run.info.lifecycle_stage == "deleted":
+        raise CommandError(f"{what} {run_id} is deleted: restore it (mlflow runs restore --run-id {run_id}, with "
+                           f"MLFLOW_TRACKING_URI set to this store) or {hint}")
+    return run
 
 
 def find_sweep(client: MlflowClient, experiment: str, sweep: str | None) -> str:

@@ -22,7 +22,8 @@ from opi.regression import write_baseline_file
 
 
 def run(run_id, **tags):
-    return SimpleNamespace(info=SimpleNamespace(run_id=run_id), data=SimpleNamespace(tags=tags))
+    return SimpleNamespace(info=SimpleNamespace(run_id=run_id, lifecycle_stage="active"),
+                           data=SimpleNamespace(tags=tags))
 
 
 class FakeClient:

@@ -135,6 +135,16 @@ def test_the_sweeps_output_is_passed_on_and_its_last_line_says_why_it_failed(tmp
     assert "kNN: 7 of 7 stage results reused" in capfd.readouterr().out
 
 
+def test_a_failed_sweep_is_said_by_its_error_not_by_the_detail_under_it():
+    from flows.nightly.sweep import last_said
+
+    hydra = ("[2026-12-07 10:00:00,000][HYDRA] Launching 2 jobs\nKey 'retriever.k' is not in struct\n"
+             "    full_key: hydra.sweeper.params.retriever.k\n    object_type=dict\n")
+    assert last_said(hydra) == "Key 'retriever.k' is not in struct"  # was "object_type=dict"
+    logged = "[x][opi][ERROR] - dataset problem: d.csv, row 3: empty\n[x][opi][INFO] - stopped\n"
+    assert last_said(logged) == "dataset problem: d.csv, row 3: empty" and last_said("") == "no output"
+
+
 YARDSTICK = {"opi.yardstick": "k1", "opi.yardstick_model": "MiniLM"}
 
 
@@ -325,6 +335,19 @@ def test_a_configuration_dropped_beside_one_of_its_kind_is_missing_and_the_other
         decided()
     fell = [line.split(":")[0] for line in str(failed.value).splitlines()[1:]]
     assert set(fell) == {"kNN [retriever.k=8]"}  # gone tonight; tonight's kNN is the baseline's k=2, judged alike
+
+
+def test_a_deleted_champion_or_baseline_run_is_one_line_not_a_first_night(store):
+    # the gate turned itself off: no champion found, so the night passed unjudged
+    sweep = store.sweep(GOOD)
+    promote(store.client, store.experiment_id, sweep)
+    store.client.delete_run(sweep)
+    with pytest.raises(CommandError, match=f"^the champion sweep {sweep} is deleted, so there is no baseline"):
+        load_baseline(store.client, store.experiment_id, CHAMPION)
+    with pytest.raises(CommandError, match=f"^baseline run {sweep} is deleted: restore it"):
+        load_baseline(store.client, store.experiment_id, sweep)
+    with pytest.raises(CommandError, match=f"^run {sweep} is deleted: restore it"):  # was MLflow's traceback
+        gate.promote_by_hand(store.uri, "opi", sweep)
 
 
 def test_a_night_that_passes_is_promoted_when_asked(store, baseline_file, caplog):
