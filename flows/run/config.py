@@ -210,6 +210,11 @@ def typed(cfg: DictConfig, overridden: list[str] = (), choices: dict | None = No
                          for name, node in config.retrievers.items()}
     config.combination = components.check(config.combination, "combination", kind_check("combination"))
     config.rerank = components.check(config.rerank, "rerank", kind_check("rerank"))
+    if choices.get("rerank") == "none" and not isinstance(config.rerank, NoReranker):
+        raise ValueError(f"rerank=none runs {type(config.rerank).__module__}.{type(config.rerank).__name__}: a "
+                         f"rerank.* override applies to every job of a sweep, the none arm too; compare with a grid "
+                         f"instead, e.g. -m \"hydra.sweeper.grids=[{{rerank:none}},{{rerank:custom,rerank._target_:"
+                         f"my_pkg.MyReranker}}]\"")
     config.classifier = components.check(config.classifier, "classifier", kind_check("classifier"))
     config.llm.reader = components.check(config.llm.reader, "llm.reader", kind_check("llm.reader"))
     if not config.single:

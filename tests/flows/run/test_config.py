@@ -91,6 +91,15 @@ def test_llm_classifier_needs_an_llm_endpoint():
         check_config(compose_config(["llm=gpt-4o", "classifier=finetuned", "classifier.model=null"]))
 
 
+def test_rerank_none_that_would_run_another_class_is_refused():
+    # -m rerank=none,custom rerank._target_=...: the override reaches the none arm too, which ran the custom class
+    overrides = ["rerank=none", "rerank._target_=opi.rerankers.CrossEncoderReranker"]
+    with pytest.raises(ValueError, match=r"^rerank=none runs opi\.rerankers\.CrossEncoderReranker: a rerank\.\* "
+                                         r"override applies to every job of a sweep, the none arm too"):
+        typed(compose_config(overrides), overrides, {"rerank": "none"})
+    assert typed(compose_config(["rerank=none"]), [], {"rerank": "none"}).rerank.__class__.__name__ == "NoReranker"
+
+
 def test_llm_scored_metrics_need_an_llm_endpoint():
     with pytest.raises(ValueError, match="metrics.correctness and metrics.judge send requests through the config"):
         check_config(compose_config(["metrics=full"]))
