@@ -172,12 +172,12 @@ def cross_encoder(model: str, device: str, max_length: int | None):
     """A loaded cross-encoder, once per process for every configuration of a sweep."""
     from sentence_transformers import CrossEncoder
 
-    from opi.embeddings.local import ModelUnavailable
+    from opi.embeddings.local import unavailable
 
     try:
         return CrossEncoder(model, device=device, max_length=max_length)
     except (OSError, ValueError) as err:  # not downloaded and the hub unreachable, or no model (or a damaged one)
-        raise ModelUnavailable.of(model, err, "cross-encoder") from err
+        raise unavailable(model, err, "cross-encoder") from err
 
 
 RELEVANCE = tuple(range(11))  # the LLM's scale: 0 (unrelated) to 10 (holds the answer)

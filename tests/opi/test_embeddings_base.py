@@ -5,8 +5,10 @@ worked out by hand, unit vectors only in the normalised view, the texts to compu
 behaviour is in tests/opi/test_embeddings.py, the persistent store's in tests/opi/test_embedding_store.py and
 tests/opi/test_store_faults.py, and the per-block work counts in tests/opi/test_embedding_work.py."""
 import numpy as np
+import pytest
 
 from opi.embeddings import Embedder
+from opi.embeddings.base import ModelUnavailable
 
 
 class TableEmbedder(Embedder):
@@ -98,6 +100,16 @@ def test_a_stored_vector_of_another_length_is_a_miss_the_most_common_length_or_t
     held._cache["a"] = np.array([3.0, 4.0], dtype=np.float32)
     held.raw(["b", "c", "d"])
     assert held.calls == [["c", "d"]] and held.store_hits == 1
+
+
+def test_a_model_whose_vectors_changed_length_under_its_name_is_one_line_not_a_crash():
+    # an endpoint now serving another model under the same name: its stored 2-long vectors, its new 3-long ones
+    changed = TableEmbedder({"b": [1.0, 2.0, 3.0]}, store=DictStore({"a": [3.0, 4.0], "c": [1.0, 0.0]}))
+    with pytest.raises(ModelUnavailable, match=r"^the embedding model table now gives vectors of 3 numbers, and those "
+                                               r"already held for it \(this run's, or the embedding store's\) have 2: "
+                                               r"the model behind the name changed"):
+        changed.raw(["a", "b", "c"])  # was numpy's "all input arrays must have the same shape"
+    assert changed.store.written == []  # nothing of the new kind kept beside the old
 
 
 def test_the_width_of_no_text_comes_from_a_known_vector_not_a_new_request(tmp_path):
