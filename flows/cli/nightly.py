@@ -13,7 +13,6 @@ regression exits 1; a user error (bad baseline, bad override, too few examples s
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
@@ -22,7 +21,6 @@ from flows.cli.start import add_store_arguments, console_logging, run_command, s
 from flows.nightly import CHAMPION, DEPLOYMENT
 from opi.regression import ALPHA, MIN_OVERLAP, TOLERANCE, UNIT
 
-log = logging.getLogger("opi")
 COMMANDS = {
     "run": "Evaluate experiment=nightly once and judge every configuration x metric (OPI-1, BERTSim, LRCR) against "
            "the baseline, on the examples both runs share; exits 1 on a regression.",
@@ -112,8 +110,7 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         run_command(work)
-    except gate.Regression as err:
-        log.error("%s", err)
+    except gate.Regression:  # its lines are logged (flows.nightly.gate.decide)
         sys.exit(1)
 
 

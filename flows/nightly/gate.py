@@ -175,9 +175,11 @@ def decide(night: Night, baseline: Baseline | None) -> dict[str, Any]:
     log_verdicts(night.client, night.parent, judgement, baseline)
     regression = not judgement.failed.empty
     night.client.set_tag(night.parent, "regression", str(regression).lower())
-    if regression:
-        raise Regression(f"nightly run {night.parent} regressed against the baseline ({baseline.name}):\n"
-                         f"{explain(judgement.table)}")
+    if regression:  # said here, where a served night's log reaches Prefect's run logs too, then failed
+        said = (f"nightly run {night.parent} regressed against the baseline ({baseline.name}):\n"
+                f"{explain(judgement.table)}")
+        log.error("%s", said)
+        raise Regression(said)
     counts = judgement.table["verdict"].value_counts()
     log.info("nightly run %s: no regression against %s (%d verdicts: %s)", night.parent, baseline.name,
              len(judgement.table), ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))

@@ -89,6 +89,7 @@ def test_a_nightly_under_serve_and_under_a_worker_is_one_tree_with_opi_log_lines
         subflows, logs = tree(client, night)
         assert_configurations_are_subflows(subflows, logs)
         assert "paired permutation tests by article" in opi_lines(logs, night.id)
+        assert " bertsim fell " in opi_lines(logs, night.id)  # what fell, in the run's logs as in its state message
     assert not processes_with_env("PREFECT_HOME", env["PREFECT_HOME"])
 
 
