@@ -79,6 +79,14 @@ def url_has_credentials(text: str) -> bool:
                                                for _, name, value in _QUERY_PAIR.findall(text))
 
 
+def key_variable_setting(name: str) -> str:
+    """The setting that names the key's variable for the component ``name`` belongs to: an embedding's own
+    (``embedding.api_key_env``, ``retriever.embedding.api_key_env``), else the LLM endpoint's."""
+    parts = name.split(".")
+    return ".".join(parts[:parts.index("embedding") + 1] + ["api_key_env"]) if "embedding" in parts else \
+        "llm.api_key_env"
+
+
 def setting_problem(name: str, value: Any) -> str | None:
     """Why ``name=value`` would put a secret into what a run writes, in one line that does not repeat the value;
     None when it does not."""
@@ -92,13 +100,13 @@ def setting_problem(name: str, value: Any) -> str | None:
                 f"the key in a variable (export OPENAI_API_KEY=...) and give its name ({name}=OPENAI_API_KEY)")
     if is_secret_name(name) and value not in UNSET and str(value).lower() not in ("true", "false"):
         return (f"{name} would write a secret into the run's settings and logs: OPI takes no key as a setting; put "
-                "it in an environment variable and name that variable (llm.api_key_env=OPENAI_API_KEY)")
+                f"it in an environment variable and name that variable ({key_variable_setting(name)}=OPENAI_API_KEY)")
     if isinstance(value, str) and url_has_credentials(value):
         return (f"{name} holds credentials in its URL (user:password@ or a key in the query), which every log and "
-                "saved config would carry: give the URL without them and the key through llm.api_key_env")
+                f"saved config would carry: give the URL without them and the key through {key_variable_setting(name)}")
     if isinstance(value, str) and looks_like_key(value):
         return (f"{name} holds what looks like an API key: OPI takes no key as a setting; put it in an environment "
-                "variable and name that variable (llm.api_key_env=OPENAI_API_KEY)")
+                f"variable and name that variable ({key_variable_setting(name)}=OPENAI_API_KEY)")
     return None
 
 
@@ -154,7 +162,7 @@ def resolved_settings_problem(leaves: Iterable[tuple[str, Any, str | None]]) -> 
         if variable is not None:
             return (f"{shown} holds the key in the environment variable {variable}, and every run name, tag and "
                     f"saved config would carry it: no setting may hold a key; settings name a key's variable "
-                    f"instead (llm.api_key_env={variable})")
+                    f"instead ({key_variable_setting(name)}={variable})")
         problem = setting_problem(name, value) if text is not None else None
         if problem:
             return problem.replace(name, shown, 1)

@@ -26,6 +26,14 @@ def mixed(runs: Mapping[str, Mapping[str, str]], what: str) -> str | None:
     if len(models) < 2:
         return None
     counts = {key: sum(tags.get(TAG) == key for tags in runs.values()) for key in models}
-    described = "; ".join(f"{'/'.join(sorted(models[key]))} ({key[-40:]}) in {counts[key]} run(s)" for key in models)
+    described = "; ".join(f"{'/'.join(sorted(models[key]))} ({short_key(key)}) in {counts[key]} run(s)"
+                          for key in models)
     return (f"{what} measure BERTSim with different yardsticks (metrics.similarity): {described}. Their BERTSim and "
             "OPI are not comparable: compare runs of one yardstick (set metrics.similarity.model the same)")
+
+
+def short_key(key: str) -> str:
+    """A yardstick's key as a message shows it: its backend and the first 12 characters of its digest
+    ("sentence-transformers:51ec9c19d2a4"), not a cut through a word."""
+    backend, _, digest = key.rpartition(":")
+    return f"{backend}:{digest[:12]}" if backend else key[:40]

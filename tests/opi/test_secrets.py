@@ -82,6 +82,15 @@ def test_a_setting_that_would_write_a_secret_is_named_without_its_value(name, va
     assert says in problem and value not in problem and name in problem
 
 
+@pytest.mark.parametrize("name, where", [
+    ("embedding.base_url", "embedding.api_key_env"), ("retriever.embedding.base_url", "retriever.embedding.api_key_env"),
+    ("llm.base_url", "llm.api_key_env"), ("tracking.label", "llm.api_key_env")])
+def test_a_key_in_a_setting_is_sent_to_its_own_component_s_key_variable(name, where):
+    # a key in embedding.base_url was told to use llm.api_key_env, which the embedding endpoint does not read
+    assert f"the key through {where}" in setting_problem(name, "https://me:pw@gateway/v1")
+    assert f"({where}=OPENAI_API_KEY)" in setting_problem(name, "hf_abcdefghijklmnopqrstuvwxyz")
+
+
 @pytest.mark.parametrize("name, value", [
     ("llm.api_key_env", "MY_GATEWAY_KEY"), ("llm.api_key_env", None), ("llm.api_key_env", "null"),
     ("llm.api_key_env", "KEY_A,KEY_B"),  # a sweep over two variables

@@ -4,7 +4,7 @@ name with them redacted; and the one line saying which yardsticks a set of runs 
 logged before yardsticks were tagged left out), else each key's models, its last 40 characters and its runs. Runs
 measured with different yardsticks end to end are in ``tests/flows/test_yardstick.py``."""
 from opi.schemas import EmbeddingConfig
-from opi.yardstick import MODEL_TAG, TAG, mixed, yardstick_tags
+from opi.yardstick import MODEL_TAG, TAG, mixed, yardstick_tags, short_key
 
 MINILM = {TAG: "sentence-transformers:k1", MODEL_TAG: "packaged:all-MiniLM-L6-v2"}
 MPNET = {TAG: "sentence-transformers:k2", MODEL_TAG: "all-mpnet-base-v2"}
@@ -38,3 +38,9 @@ def test_a_long_key_is_cut_to_its_last_40_characters_and_models_of_one_key_are_j
     line = mixed({"a": {TAG: key, MODEL_TAG: "b-model"}, "b": {TAG: key, MODEL_TAG: "a-model"},
                   "c": {TAG: "k9"}}, "runs")
     assert f"a-model/b-model ({'0123456789' * 4}) in 2 run(s); ? (k9) in 1 run(s)." in line
+
+
+def test_a_yardstick_key_is_shown_by_its_backend_and_the_start_of_its_digest():
+    # key[-40:] cut through the backend's name ("rmers:51ec9c19...")
+    long = "sentence-transformers:" + "51ec9c19" * 8
+    assert short_key(long) == "sentence-transformers:51ec9c1951ec" and short_key("k1") == "k1"
