@@ -116,6 +116,9 @@ def existing_store(tracking_uri: str) -> MlflowClient:
         intact_sqlite(path, "--tracking-uri", MLFLOW_FIX)
     elif tracking_uri.startswith(("file:", "/", ".")):  # a folder store, which MLflow would create
         folder = Path(tracking_uri.removeprefix("file://").removeprefix("file:"))
+        if folder.is_file():  # a SQLite store named as a path: MLflow would take it for a folder store
+            raise CommandError(f"{tracking_uri} is a file, and a path names a folder store: name a SQLite store as "
+                               f"--tracking-uri sqlite:///{folder.expanduser().resolve()}")
         if not folder.is_dir():
             raise CommandError(f"no MLflow store at {folder}: run a sweep first (opi-eval -m ...), or name the "
                                "store with --tracking-uri")

@@ -67,3 +67,10 @@ def test_a_read_only_command_creates_no_folder_store(tmp_path):
         with pytest.raises(CommandError, match="no MLflow store at"):
             store.existing_store(uri)
     assert not (tmp_path / "nope").exists()
+
+
+def test_a_sqlite_store_named_as_a_path_is_told_its_uri(tmp_path):
+    (tmp_path / "mlflow.db").write_bytes(b"")
+    with pytest.raises(CommandError, match=rf"is a file, and a path names a folder store: name a SQLite store as "
+                                           rf"--tracking-uri sqlite:///{tmp_path}/mlflow.db$"):
+        store.existing_store(str(tmp_path / "mlflow.db"))  # was "no MLflow store at ...: run a sweep first"
