@@ -146,6 +146,9 @@ def sweep_incomplete(parent, found: int, eliminated: int = 0) -> str | None:
     if parent.info.status in ("KILLED", "FAILED"):
         return (f"it ended {parent.info.status} before it finished; {found}{of} configurations have results and "
                 "this report covers only those (run the same command again to finish it)")
+    if parent.info.status == "RUNNING" and (not planned or found + eliminated < int(planned)):
+        return (f"it is still running: {found}{of} configurations have results so far, and this report covers only "
+                "those (the sweep writes its whole report when it ends)")
     if planned and found + eliminated < int(planned):
         return f"only {found}{of} configurations have results; this report covers only those"
     return None

@@ -20,6 +20,10 @@ def test_why_a_sweep_is_incomplete():
                                                               "report covers only those")
     assert sweep_incomplete(parent("KILLED", "13"), 4).startswith("it ended KILLED before it finished; 4 of 13")
     assert sweep_incomplete(parent("FINISHED", None), 4) is None
+    assert sweep_incomplete(parent("RUNNING", "13"), 2) == (
+        "it is still running: 2 of 13 configurations have results so far, and this report covers only those (the "
+        "sweep writes its whole report when it ends)")
+    assert sweep_incomplete(parent("RUNNING", "13"), 13) is None
     # a race's report leaves out those it eliminated, by design: only what is missing besides them is said
     assert sweep_incomplete(parent("FINISHED", "13"), 4, eliminated=9) is None
     assert sweep_incomplete(parent("FINISHED", "13"), 4, eliminated=8).startswith("only 4 of 13 configurations")
