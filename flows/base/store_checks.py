@@ -42,7 +42,11 @@ def writable_folder(folder: Path, what: str) -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         raise StoreError(f"{what}: {existing} is not writable by this user; fix its permissions or point {what} "
                          "elsewhere")
-    free_mb = shutil.disk_usage(existing).free / 2**20
+    usage = shutil.disk_usage(existing)
+    if usage.total == 0:  # root may write anywhere, but /proc and /sys keep no files
+        raise StoreError(f"{what}: {existing} is on no disk (a file system of the kernel's, such as /proc or /sys, "
+                         f"which keeps no files); point {what} elsewhere")
+    free_mb = usage.free / 2**20
     if free_mb < MIN_FREE_MB:
         raise StoreError(f"{what}: only {free_mb:.0f} MB free on the disk of {existing} (at least {MIN_FREE_MB} MB "
                          "needed); free some space or point it at another disk")

@@ -1,9 +1,10 @@
 """The stores a run writes, checked before any work: SQLite files pass quick_check, read without creating anything."""
 import sqlite3
+from pathlib import Path
 
 import pytest
 
-from flows.base.store_checks import StoreError, intact_sqlite
+from flows.base.store_checks import StoreError, intact_sqlite, writable_folder
 
 
 def test_a_database_whose_path_holds_a_hash_is_checked_itself_and_nothing_is_created(tmp_path, monkeypatch):
@@ -45,3 +46,9 @@ def test_a_tracking_server_that_does_not_answer_is_one_line_and_one_that_answers
         finally:
             server.shutdown()
         assert store_checks.tracking_server_problem("sqlite:///mlruns/mlflow.db") is None  # no server to ask
+
+
+def test_a_folder_on_a_kernel_file_system_is_said_to_be_on_no_disk():
+    # root may write under /proc, whose size is 0: it was told "only 0 MB free" and to free some space
+    with pytest.raises(StoreError, match=r"^--out: /proc is on no disk \(a file system of the kernel's"):
+        writable_folder(Path("/proc/nope"), "--out")
