@@ -56,7 +56,7 @@ def overrides(command: str) -> list[str]:
 
 
 def test_the_sections_have_the_commands_this_test_covers():
-    assert len(SWEEPING) >= 15 and len(OTHER_DATA) == 4 and len(OWN_STACK) == 9 and len(RACING) == 4
+    assert len(SWEEPING) >= 15 and len(OTHER_DATA) == 4 and len(OWN_STACK) == 10 and len(RACING) == 4
     assert any("my_pkg.MyRetriever" in c for c in SWEEPING) and any("dataset.columns=" in c for c in OTHER_DATA)
 
 

@@ -12,6 +12,7 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from flows.base.errors import CommandError
+from flows.tracking.owners import this_process
 from opi.naming import Described, short_names
 from opi.yardstick import MODEL_TAG, TAG
 
@@ -146,7 +147,9 @@ def sweep_incomplete(parent, found: int, eliminated: int = 0) -> str | None:
     if parent.info.status in ("KILLED", "FAILED"):
         return (f"it ended {parent.info.status} before it finished; {found}{of} configurations have results and "
                 "this report covers only those (run the same command again to finish it)")
-    if parent.info.status == "RUNNING" and (not planned or found + eliminated < int(planned)):
+    owner = (parent.data.tags.get("opi.host"), parent.data.tags.get("opi.pid"))
+    elsewhere = parent.info.status == "RUNNING" and owner[1] is not None and owner != this_process()
+    if elsewhere and (not planned or found + eliminated < int(planned)):  # not the sweep's own report, at its end
         return (f"it is still running: {found}{of} configurations have results so far, and this report covers only "
                 "those (the sweep writes its whole report when it ends)")
     if planned and found + eliminated < int(planned):

@@ -5,6 +5,7 @@ import mlflow
 import pytest
 
 from flows.base.errors import CommandError
+from flows.tracking.owners import this_process
 from flows.tracking.sweeps import configuration_names, described, display_names, find_sweep, sweep_incomplete
 from opi.naming import Described
 
@@ -20,10 +21,15 @@ def test_why_a_sweep_is_incomplete():
                                                               "report covers only those")
     assert sweep_incomplete(parent("KILLED", "13"), 4).startswith("it ended KILLED before it finished; 4 of 13")
     assert sweep_incomplete(parent("FINISHED", None), 4) is None
-    assert sweep_incomplete(parent("RUNNING", "13"), 2) == (
+    # opi-report on a sweep another process is running; the sweep's own report at its end (its process's run)
+    running = parent("RUNNING", "13")
+    running.data.tags.update({"opi.host": "elsewhere", "opi.pid": "12"})
+    assert sweep_incomplete(running, 2) == (
         "it is still running: 2 of 13 configurations have results so far, and this report covers only those (the "
         "sweep writes its whole report when it ends)")
-    assert sweep_incomplete(parent("RUNNING", "13"), 13) is None
+    assert sweep_incomplete(running, 13) is None
+    running.data.tags.update(zip(("opi.host", "opi.pid"), this_process()))
+    assert sweep_incomplete(running, 2) == "only 2 of 13 configurations have results; this report covers only those"
     # a race's report leaves out those it eliminated, by design: only what is missing besides them is said
     assert sweep_incomplete(parent("FINISHED", "13"), 4, eliminated=9) is None
     assert sweep_incomplete(parent("FINISHED", "13"), 4, eliminated=8).startswith("only 4 of 13 configurations")
