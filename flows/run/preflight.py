@@ -249,10 +249,21 @@ def check_jobs(config: DictConfig, loader: Any) -> None:
         except ValueError as err:
             log.error("invalid configuration: %s", err)
             raise SystemExit(EXIT_USER_ERROR) from None
-    problem = race_problem(configurations)
+    problem = race_problem(configurations) or models_problem(configurations)
     if problem:
         log.error("%s", problem)
         raise SystemExit(EXIT_USER_ERROR)
+
+
+def models_problem(configurations: list[OPIConfig]) -> str | None:
+    """A model some job of the sweep loads that is not here (a grid's reranker folder), before the first job runs:
+    each job's own preflight would find it only when that job's turn came."""
+    for configuration in configurations:
+        try:
+            check_models(configuration)
+        except CommandError as err:
+            return str(err)
+    return None
 
 
 def race_problem(configurations: list[OPIConfig]) -> str | None:

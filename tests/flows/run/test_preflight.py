@@ -56,3 +56,13 @@ def test_a_secret_in_a_config_file_is_refused_before_hydra_saves_it():
     with pytest.raises(SystemExit) as stopped:
         preflight.refuse_secrets_before_writing(with_secret)
     assert stopped.value.code == 2
+
+
+def test_a_model_a_later_job_of_the_sweep_loads_is_checked_before_the_first_job(tmp_path):
+    # a grid whose reranked half names a folder that is not there: its jobs failed only when their turn came
+    plain = typed(compose_config(["setup=knn"]))
+    reranked = typed(compose_config(["setup=knn", "rerank=cross-encoder", f"rerank.model={tmp_path / 'nope'}"]))
+    assert preflight.models_problem([plain, plain]) is None
+    assert preflight.models_problem([plain, reranked]) == (f"model problem: rerank.model={tmp_path / 'nope'}: no such "
+                                                          "folder: give the folder holding the model's files (or a "
+                                                          "Hugging Face hub name)")
