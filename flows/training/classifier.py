@@ -5,6 +5,7 @@ as one Prefect flow tracked in one MLflow run (experiment ``<tracking.experiment
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import tempfile
@@ -12,7 +13,7 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import mlflow
 import mlflow.sklearn
@@ -30,6 +31,7 @@ from flows.tracking.store import open_experiment
 from opi.classify import (LLMRelationClassifier, LocalRelationClassifier, endpoint_settings, relation_pipeline,
                           triples_frame)
 from opi.embeddings import embedder_for, use_store
+from opi.interrupt import exiting
 from opi.components import with_resources
 from opi.data import Example, balanced_split
 from opi.llm import finetune
@@ -197,7 +199,7 @@ def train_and_evaluate(cfg: OPIConfig) -> dict[str, float]:
     if problem:
         raise CommandError(problem)
     name = run_name(cfg, split)
-    with mlflow.start_run(experiment_id=experiment_id, run_name=name):
+    with mlflow.start_run(experiment_id=experiment_id, run_name=name), killed_when_stopped():
         settings = {**effective_settings(cfg), "train": dataclasses.asdict(cfg.train)}
         mlflow.log_params({k: str(v)[:500] for k, v in flatten(settings).items()})
         mlflow.log_metrics({"n_train": len(split.train), "n_test": len(split.test), "relations_short": split.short})
@@ -214,6 +216,18 @@ def train_and_evaluate(cfg: OPIConfig) -> dict[str, float]:
                  "0.7577, base GPT-4o 0.4923)", name.split(" | ")[0], metrics["accuracy"], metrics["macro_f1"],
                  len(split.test), metrics["chance_accuracy"])
         return metrics
+
+
+@contextlib.contextmanager
+def killed_when_stopped() -> Iterator[None]:
+    """The training run ends KILLED when the process was stopped (Ctrl-C, a signal), as a sweep's runs do; MLflow's
+    own context would mark it FAILED."""
+    try:
+        yield
+    except BaseException:
+        if exiting():
+            mlflow.end_run("KILLED")
+        raise
 
 
 def train_classifier(config: OPIConfig) -> dict[str, float]:

@@ -272,3 +272,21 @@ def test_the_family_that_cross_validates_best_is_fitted_on_all_of_train_and_regi
     assert str(version.version) == "1" and version.run_id == run_id
     tags = client.get_run(run_id).data.tags
     assert tags["opi.classifier_family"] == "logreg" and tags["opi.registered_version"] == "1"
+
+
+def test_a_training_run_the_user_stopped_is_killed_and_one_that_failed_is_failed(tmp_path, process_stop):
+    # MLflow's own context marked a Ctrl-C'd training run FAILED, unlike a sweep's runs
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(empty_store(tmp_path))
+    ended = []
+    try:
+        for stopped in (False, True):
+            if stopped:
+                process_stop.set()
+            with pytest.raises(KeyboardInterrupt if stopped else ValueError):
+                with mlflow.start_run() as run, classifier.killed_when_stopped():
+                    raise KeyboardInterrupt if stopped else ValueError("a bug")
+            ended.append(mlflow.get_run(run.info.run_id).info.status)
+    finally:
+        mlflow.set_tracking_uri(before)
+    assert ended == ["FAILED", "KILLED"]
