@@ -277,14 +277,16 @@ def test_the_family_that_cross_validates_best_is_fitted_on_all_of_train_and_regi
 def test_a_training_run_the_user_stopped_is_killed_and_one_that_failed_is_failed(tmp_path, process_stop):
     # MLflow's own context marked a Ctrl-C'd training run FAILED, unlike a sweep's runs
     before = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(empty_store(tmp_path))
+    uri = empty_store(tmp_path)
+    mlflow.set_tracking_uri(uri)
+    experiment_id = experiment(mlflow.MlflowClient(uri), tmp_path, "opi-classifier")  # not another test's active one
     ended = []
     try:
         for stopped in (False, True):
             if stopped:
                 process_stop.set()
             with pytest.raises(KeyboardInterrupt if stopped else ValueError):
-                with mlflow.start_run() as run, classifier.killed_when_stopped():
+                with mlflow.start_run(experiment_id=experiment_id) as run, classifier.killed_when_stopped():
                     raise KeyboardInterrupt if stopped else ValueError("a bug")
             ended.append(mlflow.get_run(run.info.run_id).info.status)
     finally:
