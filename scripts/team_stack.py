@@ -75,7 +75,7 @@ def wait_http(url: str, seconds: float, what: str, process: subprocess.Popen, lo
         if process.poll() is not None:
             raise SystemExit(f"{what} stopped at its start (exit code {process.returncode}); {log_tail(log)}")
         try:
-            with urllib.request.urlopen(url, timeout=2) as reply:
+            with urllib.request.urlopen(url, timeout=10) as reply:  # a busy machine's server is slow, not down
                 if reply.status == 200:
                     return
         except OSError:
@@ -229,7 +229,7 @@ def status(folder: Path) -> dict:
     answers = {}
     for name, url in checks.items():
         try:
-            with urllib.request.urlopen(url, timeout=2) as reply:
+            with urllib.request.urlopen(url, timeout=10) as reply:  # a busy machine's server is slow, not down
                 answers[name] = reply.status == 200
         except OSError:
             answers[name] = False

@@ -151,7 +151,7 @@ def click(page, locator, attempts: int = 4) -> None:
 
     for attempt in range(attempts):
         try:
-            locator.click(timeout=15_000)
+            locator.click(timeout=30_000)  # the UI renders slowly on a loaded machine (CI runs two tests at once)
             return
         except PlaywrightTimeout:
             if attempt == attempts - 1:
