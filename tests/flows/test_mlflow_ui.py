@@ -22,6 +22,10 @@ import mlflow
 import pandas as pd
 import pytest
 
+# a browser on the UI is slow beside another test: with -n 2 the Quality tab did not appear within 2 minutes, alone
+# it takes seconds, so .ci/run runs these with the other tests that need the machine to themselves
+pytestmark = pytest.mark.alone
+
 from flows.tracking.notes import with_interval
 from opi.relations import load_relation_set
 from opi.report import PERFECT, RECALL_ONLY
