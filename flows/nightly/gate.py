@@ -130,10 +130,9 @@ def judged(client: MlflowClient, parent: str, baseline: Baseline, settings: Gate
         if theirs != ours:
             log.info("%s is the baseline's %s (named apart from configurations of the same kind tonight, or in the "
                      "baseline)", ours, theirs)
-    renamed = {name: named.get(name, name) for name in baseline.metrics}
-    baseline_rows = None if baseline.rows is None else {renamed.get(n, n): r for n, r in baseline.rows.items()}
+    baseline_rows = None if baseline.rows is None else {named.get(n, n): r for n, r in baseline.rows.items()}
     try:
-        judgement = judge(metrics, {renamed[n]: m for n, m in baseline.metrics.items()},
+        judgement = judge(metrics, {named.get(n, n): m for n, m in baseline.metrics.items()},
                           rows if baseline.rows is not None else None, baseline_rows, settings)
     except NotComparable as err:
         raise CommandError(f"baseline {baseline.name}: {err}") from None

@@ -18,8 +18,8 @@ from flows.run.identity import describe, effective_settings
 from flows.run.race import RaceRun, Rows, labels_of, outputs_of
 from flows.run.race_rounds import side_by_side
 from flows.tracking.race_report import RACE_FILE, verdict
-from flows.tracking.runs import flatten
-from flows.tracking.sweeps import RACE_PARAMS
+from flows.tracking.runs import params_of
+from flows.tracking.sweeps import naming_settings
 from opi.naming import Described, short_names
 from opi.schemas import OPIConfig
 from hydra_plugins.opi_sweeper import composed_before, extended, keep_composed
@@ -78,9 +78,8 @@ def race_names(jobs: list[list[str]], configurations: list[OPIConfig]) -> dict[s
     described = []
     for config in configurations:  # what flows.tracking.sweeps.described reads back from the run
         identity = describe(config)
-        params = {name: str(value)[:6000] for name, value in flatten(effective_settings(config)).items()
-                  if not name.startswith(RACE_PARAMS)}
-        described.append(Described(identity.retrieval, identity.reader, identity.classifier, params))
+        described.append(Described(identity.retrieval, identity.reader, identity.classifier,
+                                   naming_settings(params_of(effective_settings(config)))))
     return dict(zip(labels_of(jobs), short_names(described)[0]))
 
 

@@ -21,7 +21,7 @@ from flows.base.progress import planned, ui_pointer
 from flows.base.store_checks import tracking_server_problem
 from flows.tracking.notes import NOTE, limited
 from flows.tracking.race_report import log_race, read_outcome
-from flows.tracking.runs import PARENT_ENV, run_tags
+from flows.tracking.runs import MAX_PARAM, PARENT_ENV, run_tags
 from flows.tracking.store import open_experiment
 from flows.tracking.sweep_report import log_sweep_report, log_sweep_summary
 from hydra_plugins.opi_sweeper import grids_of
@@ -66,7 +66,7 @@ def sweep_params(config: DictConfig, experiment: str, overrides: str) -> list[Pa
     params = {"experiment": experiment, "overrides": overrides,
               **{f"sweep.{key}": redact_text(values) for key, values in swept(config).items()
                  if not is_secret_name(key)}}
-    return [Param(key, value[:6000]) for key, value in params.items()]
+    return [Param(key, value[:MAX_PARAM]) for key, value in params.items()]
 
 
 def parent_name(config: DictConfig, experiment: str) -> str:

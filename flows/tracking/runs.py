@@ -64,6 +64,14 @@ def flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+MAX_PARAM = 6000  # characters of an MLflow param's value
+
+
+def params_of(settings: dict[str, Any]) -> dict[str, str]:
+    """A configuration's settings as its run's MLflow params: flat, without secrets, each cut to ``MAX_PARAM``."""
+    return {key: str(value)[:MAX_PARAM] for key, value in flatten(settings).items()}
+
+
 def run_tags(tracking: TrackingConfig) -> dict[str, str]:
     """Tags of every run OPI opens: its owner process (for fail_orphans) and the sweep's label, if any."""
     host, pid = this_process()
@@ -86,7 +94,7 @@ def log_run(tracking: TrackingConfig, run_name: str, settings: dict[str, Any], m
         client.log_batch(run.info.run_id,
                          metrics=[Metric(k, float(v), now, 0)
                                   for k, v in logged_metrics(metrics, tracking.detail).items()],
-                         params=[Param(k, str(v)[:6000]) for k, v in flatten(settings).items()])
+                         params=[Param(k, v) for k, v in params_of(settings).items()])
         with tempfile.TemporaryDirectory() as folder:
             for name, frame in tables.items():
                 path = Path(folder) / name

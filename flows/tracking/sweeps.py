@@ -38,7 +38,12 @@ RACE_PARAMS = ("dataset.rounds", "race.")  # what a race sets: the rounds a run 
 
 def naming_params(run) -> dict[str, str]:
     """The run's params that can tell configurations apart."""
-    return {k: v for k, v in run.data.params.items() if not k.startswith(RACE_PARAMS)}
+    return naming_settings(run.data.params)
+
+
+def naming_settings(params: dict[str, str]) -> dict[str, str]:
+    """Of a configuration's params (``flows.tracking.runs.params_of``), those that can tell configurations apart."""
+    return {k: v for k, v in params.items() if not k.startswith(RACE_PARAMS)}
 
 
 def configuration_names(runs: list) -> dict[str, str]:
