@@ -3,7 +3,7 @@ driven by Playwright) following the user's paths: from the front page to the swe
 opi_1 (Model training), and to one configuration's per-example traces, a trace's chunks and assessments, and its
 comparison with another configuration on the same questions (GenAI); the parent run's page with the sweep's verdict
 and ranking, its report.html and report.md opened from the run's Artifacts, the sweep's shared runs view with every
-configuration in the charts, and the Quality tab's averages. Screenshots are kept under test-artifacts/
+configuration in the charts, and the averages on the Dashboard's Quality tab. Screenshots are kept under test-artifacts/
 (OPI_TEST_ARTIFACTS).
 .ci/run installs Chromium and sets OPI_REQUIRE_BROWSER=1, so there a missing browser fails the test instead of
 skipping it."""
@@ -22,8 +22,8 @@ import mlflow
 import pandas as pd
 import pytest
 
-# a browser on the UI is slow beside another test: with -n 2 the Quality tab did not appear within 2 minutes, alone
-# it takes seconds, so .ci/run runs these with the other tests that need the machine to themselves
+# the MLflow server and the browser render in seconds with both cores to themselves, so .ci/run runs these with the
+# other tests that need the machine alone
 pytestmark = pytest.mark.alone
 
 from flows.tracking.notes import with_interval
@@ -165,7 +165,7 @@ def click(page, locator, attempts: int = 4) -> None:
 
 
 def dismiss_popovers(page, wait_ms: int = 0) -> None:
-    """MLflow 3.17's first-visit popovers: "Detect Issues" (Got it) and the MLflow Assistant panel (Close);
+    """MLflow 3.18's first-visit popovers: "Detect Issues" (Got it) and the MLflow Assistant panel (Close);
     ``wait_ms``: how long to wait for the first to appear."""
     if wait_ms:
         try:
@@ -418,6 +418,8 @@ def test_the_sweeps_shared_view_charts_every_configuration(paper_sweep, mlflow_s
 
 @pytest.mark.slow
 def test_the_quality_tab_averages_relation_correct(paper_sweep, mlflow_server):
+    """The README's path: front page -> opi -> Dashboard -> Quality: relation_correct's count and average are the
+    traces' as logged."""
     from playwright.sync_api import expect
 
     _, uri, _, experiment_id, _ = paper_sweep
@@ -426,7 +428,8 @@ def test_the_quality_tab_averages_relation_correct(paper_sweep, mlflow_server):
     with browser_page(1700, 1100) as page:
         page.goto(mlflow_server)
         click(page, page.get_by_role("link", name="opi", exact=True))
-        dismiss_popovers(page, wait_ms=30_000)  # "Detect Issues" covers the Overview on a first visit
+        click(page, page.get_by_role("link", name="Dashboard", exact=True))  # left, under Observability
+        dismiss_popovers(page, wait_ms=30_000)  # "Detect Issues" covers the dashboard on a first visit
         click(page, page.get_by_role("tab", name="Quality", exact=True))
         expect(page.get_by_text("Quality Summary")).to_be_visible(timeout=60_000)
         expect(page.get_by_role("button", name="relation_correct", exact=True).first).to_be_visible(timeout=60_000)
