@@ -232,7 +232,8 @@ def read_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[str] | None]
         raise DataError(f"{path}: file not found")
     if suffix == ".jsonl":
         rows, places = [], []
-        for number, line in enumerate(_read_text(path).splitlines(), start=1):
+        # "\n" only: str.splitlines also splits at U+2028, U+0085, ..., which JSON strings may hold unescaped
+        for number, line in enumerate(_read_text(path).split("\n"), start=1):
             if line.strip():
                 try:
                     rows.append(json.loads(line))
@@ -297,7 +298,7 @@ def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: st
     labels, places = read_rows(labels_path)
     if not labels or "relation" not in labels[0] or join_on not in labels[0]:
         raise DataError(f"{labels_path}: a label file needs columns {join_on!r} and 'relation'")
-    by_key = label_keys(labels, labels_path, join_on, relations, places)
+    by_key = label_keys(labels, labels_path, join_on, relations, places, blank_ok=on_invalid == "skip")
     if join_on == "id" and all(_blank(row.get("id")) for row in rows):
         raise DataError(f"{source} has no 'id' column to join the labels of {labels_path} on; join them by row "
                         "number with dataset.label_join=row")
@@ -322,8 +323,9 @@ NOT_LABELLED = "_not_in_the_label_file"  # a row's mark: the label file leaves i
 
 
 def label_keys(labels: list[dict[str, Any]], path: str | Path, join_on: str, relations: Sequence[str] | None,
-               places: Sequence[str] | None = None) -> dict[str, str | None]:
-    """Key -> relation of a label file's rows (where they are in the file as ``read_rows`` says, as the data's)."""
+               places: Sequence[str] | None = None, blank_ok: bool = False) -> dict[str, str | None]:
+    """Key -> relation of a label file's rows (where they are in the file as ``read_rows`` says, as the data's); a
+    row with a blank relation is refused, or with ``blank_ok`` left out (its example is then not labelled)."""
     by_key: dict[str, str | None] = {}
     first: dict[str, str] = {}
     for number, label in enumerate(labels, start=1):
@@ -335,8 +337,14 @@ def label_keys(labels: list[dict[str, Any]], path: str | Path, join_on: str, rel
         if key in first:
             raise DataError(f"{where}, field {join_on!r}: {key!r} is labelled twice (first at {first[key]}); "
                             "keep one label per example")
-        relation = None if _blank(relation) else str(relation)
-        if relation is not None and relations is not None and relation not in relations:
+        if _blank(relation):
+            if blank_ok:
+                first[key] = place
+                continue
+            raise DataError(f"{where}, field 'relation': missing; label example {key!r}, or leave its row out and "
+                            "set dataset.on_invalid=skip to evaluate only the labelled examples")
+        relation = str(relation)
+        if relations is not None and relation not in relations:
             raise DataError(f"{where}, field 'relation': unknown label {relation!r}; known: {list(relations)}")
         first[key], by_key[key] = place, relation
     return by_key
@@ -393,8 +401,8 @@ def load_hub(repo: str, split: str) -> list[dict[str, Any]]:
     try:
         import datasets
     except ImportError as err:
-        raise DataError("loading from the Hugging Face hub needs `pip install opi[hub]`; or give dataset.path "
-                        "to a local parquet/jsonl/csv copy") from err
+        raise DataError("loading from the Hugging Face hub needs the hub extra (`pip install -e '.[hub]'` in OPI's "
+                        "folder); or give dataset.path to a local parquet/jsonl/csv copy") from err
     try:
         return list(datasets.load_dataset(repo, split=split))
     except Exception as err:  # network or hub errors: say what to do instead
@@ -406,6 +414,12 @@ def select(examples: list[Example], relations: Sequence[str] | None = None, samp
            limit: int | None = None, seed: int = 0) -> list[Example]:
     """Filter by relation, take a seeded random sample, then cut to ``limit`` (in that order)."""
     if relations:
+        present = Counter(e.relation for e in examples if e.relation is not None)
+        absent = [r for r in relations if r not in present]
+        if absent:  # a misspelt name would drop its examples without a word
+            have = (f"the data's relations are {', '.join(f'{r} ({n})' for r, n in sorted(present.items()))}"
+                    if present else "the data has no relation labels (give a label file: dataset.labels_path)")
+            raise DataError(f"dataset.relations: no example has the relation {', '.join(map(repr, absent))}; {have}")
         examples = [e for e in examples if e.relation in set(relations)]
     if sample is not None and sample < len(examples):
         examples = random.Random(seed).sample(examples, sample)

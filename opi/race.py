@@ -176,11 +176,14 @@ class Race:
 
     def difference(self, first: str, second: str) -> tuple[float, float, float]:
         """``first``'s mean minus ``second``'s over the clusters both were seen on, with its asymptotic confidence
-        sequence's bounds at this look (infinite before ``min_clusters``)."""
+        sequence's bounds at this look, within [-1, 1] where means in [0, 1] can differ (infinite before
+        ``min_clusters``)."""
         l, c = self.names.index(first), self.names.index(second)
         seen = self.eliminated_after(first, second)
         mean, radius = self._sum[l, c] / max(seen, 1), float(self._radii(seen)[l, c])
-        return float(mean), float(mean - radius), float(mean + radius)
+        low, high = (mean - radius, mean + radius) if math.isinf(radius) else (max(mean - radius, -1.0),
+                                                                               min(mean + radius, 1.0))
+        return float(mean), float(low), float(high)
 
     def eliminated_after(self, *names: str) -> int:
         """The clusters on which all of ``names`` were compared: until the first of them was dropped."""

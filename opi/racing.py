@@ -10,7 +10,7 @@ Scores are in [0, 1] per cluster: a column's mean over the cluster's examples (`
 clipped at 0; ``lrcr``: the share of relations named right; any other per-example column in [0, 1] such as
 ``ndcg_at_4``), or ``opi_<β>`` of the cluster's BERTSim and LRCR. A race therefore compares configurations by their
 average over clusters, each cluster counting once; the full grid's tables weight examples (the same when clusters
-are of one size).
+are of one size, except for ``opi_<β>``: the mean of clusters' OPI is not the OPI of the pooled BERTSim and LRCR).
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from flows.base.store_checks import PLACES, StoreError, store_of
 from opi.data import DataError
 from opi.embeddings.local import ModelUnavailable
 from opi.llm.faults import LLMError
-from opi.retrievers.base import RetrievalTooSlow, VectorStoreUnavailable
+from opi.retrievers.base import RetrievalTooSlow, ScoresUnusable, VectorStoreUnavailable
 from opi.sqlite_file import AGAIN, StoreFault, sqlite_problem
 
 log = logging.getLogger("opi")
@@ -60,6 +60,8 @@ def explained(err: BaseException) -> str | None:
     """The one line a user error ends the run with; None for anything else (a bug: its traceback is shown)."""
     if isinstance(err, (CommandError, RetrievalTooSlow, ModelUnavailable, VectorStoreUnavailable)):
         return str(err)
+    if isinstance(err, ScoresUnusable):
+        return f"retriever problem: {err}"
     if isinstance(err, DataError):
         return f"dataset problem: {err}"
     if isinstance(err, LLMError):

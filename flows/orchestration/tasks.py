@@ -172,12 +172,13 @@ def classifier_accuracy(classifier, training: TrainingSet, context: StageContext
 @stage("answer-similarity", counted_as="scoring", uses=("opi.metrics.opi",), embeds=True)
 def answer_similarity(gold: list[str], generated: list[str | None], embedding: EmbeddingConfig) -> list[float]:
     """Cosine of each gold and generated answer's embeddings by the yardstick (``metrics.similarity``); NaN where
-    there is no answer."""
+    there is no answer; 0 for a blank one (a reader handed nothing says nothing, which matches nothing: its
+    embedding would still be ~0.2 from the gold's)."""
     embedder = embedder_for(embedding)
-    given = [i for i, answer in enumerate(generated) if answer is not None]
+    given = [i for i, answer in enumerate(generated) if answer is not None and answer.strip()]
     cosines = cosine_rows(embedder.encode([gold[i] for i in given], normalize=False),
                           embedder.encode([generated[i] for i in given], normalize=False))
-    similarities = [float("nan")] * len(gold)
+    similarities = [float("nan") if answer is None else 0.0 for answer in generated]
     for i, cosine in zip(given, cosines):
         similarities[i] = float(cosine)
     return similarities

@@ -253,6 +253,23 @@ def check_jobs(config: DictConfig, loader: Any) -> None:
     if problem:
         log.error("%s", problem)
         raise SystemExit(EXIT_USER_ERROR)
+    said = headline_only(configurations)
+    if said:
+        log.warning("%s", said)
+
+
+def headline_only(configurations: list[OPIConfig]) -> str | None:
+    """What to say when jobs differ only in ``metrics.beta`` (-m beta='glob(*)'): they compute the same results,
+    and the report would rank one configuration against itself."""
+    unweighted = [dataclasses.replace(c, metrics=dataclasses.replace(c.metrics, beta=1.0)) for c in configurations]
+    for i, one in enumerate(unweighted):
+        same = [configurations[j].metrics.beta for j in range(i, len(unweighted)) if unweighted[j] == one]
+        if len(set(same)) > 1:
+            return (f"{describe(configurations[i]).retrieval} runs at metrics.beta={', '.join(f'{b:g}' for b in same)}, "
+                    f"which changes only which OPI is the headline: the runs are the same configuration, and every "
+                    f"run logs OPI at metrics.betas={list(configurations[i].metrics.betas)}; to rank by OPI-2, run "
+                    "once with beta=opi-2 (or opi-report --beta 2)")
+    return None
 
 
 def models_problem(configurations: list[OPIConfig]) -> str | None:

@@ -221,8 +221,9 @@ class RaceRun:
                 *(finite(v) for v in (difference, low, high)), asdict(self.each[label]),
                 label in dropped and dropped[label].within)
         last = max(self.rounds_run.values())
-        for job, label in self.bounds:
-            outcomes[job_key(job)] = Outcome(label, "bound", last, 0, 0, float("nan"))
+        clusters, examples = max(self.seen.values()), max(spent.examples for spent in self.each.values())
+        for job, label in self.bounds:  # recorded on the rounds the survivors ran (record_jobs), not raced
+            outcomes[job_key(job)] = Outcome(label, "bound", last, clusters, examples, float("nan"))
         return {"metric": self.metric, "alpha": self.config.race.alpha, "margin": self.config.race.margin,
                 "indifference": self.config.race.indifference,
                 "rounds": len(self.plan), "clusters": self.race.clusters, "configurations": len(self.labels),

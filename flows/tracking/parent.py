@@ -122,6 +122,10 @@ class MultirunParentRun(Callback):
         tracking: TrackingConfig = OmegaConf.to_object(config.tracking)
         client = MlflowClient(tracking.tracking_uri)
         log_sweep_summary(client, parent)
+        sweep_dir = OmegaConf.select(config, "hydra.sweep.dir")
+        outcome = read_outcome(sweep_dir) if sweep_dir else None
+        if outcome is not None:  # first: the report says what the race left out
+            log_race(client, parent, outcome)
         report: ReportConfig = OmegaConf.to_object(config.report)
         if report.enabled:
             try:
@@ -131,10 +135,6 @@ class MultirunParentRun(Callback):
                 log.warning("sweep report failed (%s: %s); rebuild it with: opi-report --sweep %s",
                             type(err).__name__, err, parent)
                 client.set_tag(parent, "opi.report_error", f"{type(err).__name__}: {err}"[:500])
-        sweep_dir = OmegaConf.select(config, "hydra.sweep.dir")
-        outcome = read_outcome(sweep_dir) if sweep_dir else None
-        if outcome is not None:
-            log_race(client, parent, outcome)
         client.set_terminated(parent, status="FINISHED")
         run = client.get_run(parent)
         size = int(run.data.metrics.get("configurations", 0))

@@ -78,7 +78,10 @@ def _context(inputs: Any, trace) -> str:
 
 
 def similarity(expected: str, generated: str, embedding: EmbeddingConfig) -> float:
-    """BERTSim of one answer: the cosine of the two answers' embeddings, as an OPI run's ``answer-similarity``."""
+    """BERTSim of one answer: the cosine of the two answers' embeddings, as an OPI run's ``answer-similarity``
+    (0 for a blank answer)."""
+    if not generated.strip():
+        return 0.0
     embedder = embedder_for(embedding)
     return float(cosine_rows(embedder.encode([expected], normalize=False),
                              embedder.encode([generated], normalize=False))[0])

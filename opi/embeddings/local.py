@@ -95,8 +95,9 @@ def hub_problem(name: str) -> str | None:
                for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")):
         return None  # online: loading it downloads it
     return (f"no such folder, and no hub model of that name in the Hugging Face cache ({cache}) "
-            "while the hub is offline (HF_HUB_OFFLINE): download it once online (unset HF_HUB_OFFLINE; it stays in "
-            "the cache), or give the folder holding its files")
+            "while the hub is offline (OPI sets HF_HUB_OFFLINE=1 unless told): download it once online with "
+            "HF_HUB_OFFLINE=0 TRANSFORMERS_OFFLINE=0 before the command (it stays in the cache), or give the folder "
+            "holding its files")
 
 
 def model_folder(model: str) -> Path | None:

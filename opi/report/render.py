@@ -41,7 +41,7 @@ def header(report: SweepReport) -> list[str]:
     """What was compared and how: counts, the parts every configuration shares, the unit of inference."""
     s, o = report.settings, report.overall
     bounds = int((o["kind"] == "bound").sum())
-    counted = f"{len(o) - bounds} configurations" + (f" and {bounds} bounds" if bounds else "")
+    counted = plural(len(o) - bounds, "configuration") + (f" and {plural(bounds, 'bound')}" if bounds else "")
     scope = [f"retrieval: {'own article' if s.scope == 'article' else 'whole corpus'}"] if s.scope else []
     lines = [" · ".join([counted, *(f"{part}: {value}" for part, value in s.fixed), *scope])]
     if report.design is not None:
@@ -70,11 +70,23 @@ def verdict(report: SweepReport) -> list[str]:
 def decision(report: SweepReport) -> str:
     o, key, best = report.overall, report.rank_by, report.best
     contenders = o[o["kind"] != "bound"]
-    text = (f"Best by {display(key)}: **{label(report, best['configuration'])}**, "
+    tied = [c for c in tied_with(contenders, key, best[key]) if c != best["configuration"]]
+    text = (f"Best by {display(key)}: **{label(report, best['configuration'])}**"
+            f"{f', tied with {names(report, tied)}' if tied else ''}, "
             f"{tables.interval(best[key], best[key + '_ci_low'], best[key + '_ci_high'])}.")
     if len(contenders) == 1:
-        return text + " It is the only configuration."
+        return text + (" It is the only configuration the race left." if report.settings.raced
+                       else " It is the only configuration.")
     return text + " " + standing(report, contenders[contenders["verdict"] != "best"], "verdict")
+
+
+def tied_with(table: pd.DataFrame, metric: str, value: float) -> list[str]:
+    """The configurations whose ``metric`` equals ``value`` (a tie for the best is said, not broken by order)."""
+    return table.loc[(table[metric] - value).abs() <= 1e-12, "configuration"].tolist()
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def standing(report: SweepReport, others: pd.DataFrame, column: str) -> str:
@@ -90,7 +102,9 @@ def standing(report: SweepReport, others: pd.DataFrame, column: str) -> str:
 def metric_line(report: SweepReport, metric: str) -> str:
     o = report.overall[report.overall["kind"] != "bound"]
     best = o.loc[o[metric].idxmax()]
-    return (f"{display(metric)}: best {label(report, best['configuration'])}, "
+    tied = tied_with(o, metric, best[metric])
+    named = f"{names(report, tied)} (tied)" if len(tied) > 1 else label(report, best["configuration"])
+    return (f"{display(metric)}: best {named}, "
             f"{tables.interval(best[metric], best[metric + '_ci_low'], best[metric + '_ci_high'])}.")
 
 

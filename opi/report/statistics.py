@@ -135,7 +135,8 @@ def strengths(runs: dict[str, pd.DataFrame], long: pd.DataFrame, s: ReportSettin
     for relation, group in long[long["configuration"].isin(contenders)].groupby("relation", sort=False):
         ranked = group.sort_values(key, ascending=False, kind="stable")
         best = ranked.iloc[0]
-        record = {"relation": relation, "n": int(best["n"]), "best": best["configuration"], key: best[key]}
+        record = {"relation": relation, "n": int(best["n"]), "best": best["configuration"], key: best[key],
+                  "tied": int(((ranked[key] - best[key]).abs() <= 1e-12).sum()) - 1}  # others as good: said
         if len(ranked) > 1:
             second = ranked.iloc[1]
             of = [runs[c][runs[c]["relation"] == relation] for c in (best["configuration"], second["configuration"])]

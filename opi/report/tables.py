@@ -119,7 +119,9 @@ def strengths(table: pd.DataFrame, labels: dict[str, str], key: str) -> pd.DataF
     """Per relation: the best contender, its value, the runner-up, the margin and the adjusted p."""
     name = lambda c: MISSING if missing(c) else labels.get(c, c)  # noqa: E731
     column = lambda c: table[c] if c in table else [None] * len(table)  # noqa: E731
-    return pd.DataFrame({"relation": table["relation"], "n": table["n"].map(str), "best": table["best"].map(name),
+    tied = [f" (+{int(t)} tied)" if t and not missing(t) else "" for t in column("tied")]
+    return pd.DataFrame({"relation": table["relation"], "n": table["n"].map(str),
+                         "best": [name(b) + t for b, t in zip(table["best"], tied)],
                          display(key): table[key].map(number), "runner-up": list(map(name, column("runner_up"))),
                          "margin": list(map(number, column("margin"))),
                          "p (adj.)": list(map(p_value, column("p_adjusted"))),

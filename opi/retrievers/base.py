@@ -29,6 +29,11 @@ class RetrievalTooSlow(ValueError):
     """A ranking that would take hours, refused before it starts: the message says how long and what to set."""
 
 
+class ScoresUnusable(ValueError):
+    """A retriever's ``score`` returned what cannot rank the chunks (another shape than questions x chunks, or
+    values that are not numbers): a retriever of one's own, said in one line instead of rankings missing chunks."""
+
+
 class VectorStoreUnavailable(ValueError):
     """A vector store that cannot be evaluated (unreachable, no such collection, vectors of another dimension than
     the query embedding's): one line, before any example."""
@@ -96,7 +101,24 @@ class Retriever(ABC):
 
     def rank(self, questions: list[str], chunks: list[Chunk], depth: int) -> list[Ranking]:
         """One ranking of at most ``depth`` chunk ids per question."""
-        return [Ranking.from_scores(row, depth) for row in self.score(questions, chunks)]
+        return [Ranking.from_scores(row, depth) for row in self.checked(self.score(questions, chunks), questions,
+                                                                            chunks)]
+
+    def checked(self, scores: Any, questions: list[str], chunks: list[Chunk]) -> np.ndarray:
+        """``score``'s result as a questions x chunks array of numbers, or ScoresUnusable naming the retriever."""
+        where = f"{type(self).__module__}.{type(self).__qualname__}.score"
+        try:
+            array = np.asarray(scores, dtype=float)
+        except (TypeError, ValueError) as err:
+            raise ScoresUnusable(f"{where} returned scores that are not numbers ({err})") from None
+        if array.shape != (len(questions), len(chunks)):
+            raise ScoresUnusable(f"{where} returned scores of shape {array.shape} for {len(questions)} questions and "
+                                 f"{len(chunks)} chunks: it must score every chunk for every question "
+                                 f"({len(questions)} x {len(chunks)})")
+        if np.isnan(array).any():
+            raise ScoresUnusable(f"{where} returned NaN for {int(np.isnan(array).sum())} of {array.size} scores: "
+                                 "give every chunk a number (-inf ranks it last)")
+        return array
 
     def prepare(self, questions: list[str], chunks: list[Chunk]) -> None:
         """Work worth doing once for all the questions and indexes of a run, before they are ranked index by index

@@ -44,6 +44,8 @@ def test_label_file_that_does_not_match(tmp_path):
     ({"row": [1, None, 3], "relation": ["multi_hop"] * 3}, r"l\.csv, row 2, field 'row': missing"),
     ({"row": [1, 2, 3], "relation": ["multi_hop", "telepathic", "multi_hop"]},
      r"l\.csv, row 2, field 'relation': unknown label 'telepathic'"),
+    ({"row": [1, 2, 3], "relation": ["multi_hop", None, "multi_hop"]},
+     r"l\.csv, row 2, field 'relation': missing; label example '2', or leave its row out"),
 ])
 def test_a_label_file_problem_names_the_label_file_its_row_and_field(tmp_path, labels, message):
     pd.DataFrame(rag12000_rows(3)).to_parquet(tmp_path / "d.parquet")
@@ -399,3 +401,27 @@ def test_all_empty_csv_rows_are_no_rows_and_later_rows_keep_their_number(tmp_pat
     path.write_text(f"id,context,question,answer\na,{CONTEXT},When?,1850\n,,,\nb,{CONTEXT},Why?,\n,,,\n")
     assert load_error(tmp_path, kind="table", path=str(path)) == \
         f"{path}, row 3, field 'answer': empty or not text (''){SKIP}"
+
+
+def test_a_relation_no_example_has_is_named_not_dropped_in_silence():
+    with pytest.raises(DataError, match=r"dataset.relations: no example has the relation 'deductve'; the data's "
+                                        r"relations are .*deductive \(10\)"):
+        load_examples(DatasetConfig(name="deeplogic-130", relations=["direct_matching", "deductve"]))
+
+
+def test_a_jsonl_text_may_hold_unicode_line_separators(tmp_path):
+    path = tmp_path / "data.jsonl"
+    row = {"context": "Line one.\u2028Line two\u2029and\u0085three.", "question": "Which line?", "answer": "Two."}
+    path.write_text(json.dumps(row, ensure_ascii=False) + "\n" + json.dumps({**row, "answer": "One."}) + "\n",
+                    encoding="utf-8")
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(path)))
+    assert [e.answer for e in examples] == ["Two.", "One."] and "\u2028" in examples[0].context
+
+
+def test_with_skip_a_blank_label_leaves_its_example_unlabelled_and_dropped(tmp_path):
+    pd.DataFrame(rag12000_rows(3)).to_parquet(tmp_path / "d.parquet")
+    pd.DataFrame({"row": [1, 2, 3], "relation": [LABELS[0], None, LABELS[1]]}).to_csv(tmp_path / "l.csv", index=False)
+    examples, report = load_examples(DatasetConfig(kind="rag12000", path=str(tmp_path / "d.parquet"),
+                                                   labels_path=str(tmp_path / "l.csv"), label_join="row",
+                                                   on_invalid="skip"), label_set=LABELS)
+    assert [e.relation for e in examples] == [LABELS[0], LABELS[1]] and sum(report.dropped.values()) == 1

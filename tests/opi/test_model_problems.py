@@ -59,8 +59,8 @@ def test_a_hub_name_in_the_cache_is_there_offline(hub_cache):
 def test_a_hub_name_not_in_the_cache_offline_says_how_to_get_it(hub_cache):
     assert model_problem("BAAI/bge-small-en-v1.5") == (
         f"no such folder, and no hub model of that name in the Hugging Face cache ({hub_cache}) while the hub is "
-        "offline (HF_HUB_OFFLINE): download it once online (unset HF_HUB_OFFLINE; it stays in the cache), or give "
-        "the folder holding its files")
+        "offline (OPI sets HF_HUB_OFFLINE=1 unless told): download it once online with HF_HUB_OFFLINE=0 "
+        "TRANSFORMERS_OFFLINE=0 before the command (it stays in the cache), or give the folder holding its files")
 
 
 def test_a_hub_name_not_in_the_cache_online_is_left_to_the_download(hub_cache, monkeypatch):

@@ -159,3 +159,12 @@ def test_a_difference_is_read_over_the_clusters_both_ran_with_its_bounds_from_mi
     assert mean == pytest.approx(gone.difference)
     mean, low, high = race.difference("a", "b")  # a - b: 0.1, 0.1, -0.1, 0, 0.2, 0, 0.1, -0.1
     assert mean == pytest.approx(0.3 / 8) and low < 0 < high and race.eliminated_after("a", "b") == race.seen == 8
+
+
+def test_a_difference_s_bounds_stay_where_two_means_in_0_1_can_differ():
+    race = Race(["a", "b"], clusters=40, alpha=0.05, test="asymptotic", min_clusters=2)
+    for a, b in ((0.0, 1.0), (0.5, 0.5), (0.0, 1.0)):  # a - b: -1, 0, -1; the sequence's radius is 1.07 here
+        race.observe({"a": a, "b": b})
+    assert not race.eliminated
+    mean, low, high = race.difference("a", "b")
+    assert mean == pytest.approx(-2 / 3) and low == -1.0 and high == pytest.approx(-2 / 3 + 1.0665, abs=1e-3)

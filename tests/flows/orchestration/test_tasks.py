@@ -45,3 +45,13 @@ def test_a_classifier_is_fitted_once_for_every_configuration_of_a_sweep():
         result = tasks.classify.fn(Recording(), None, training, ["x"], [Triple("t", "q", "causal")], context)
         assert result.predicted == ["causal"]
     assert Recording.fits == 1
+
+
+def test_a_blank_answer_matches_nothing_and_a_missing_one_is_not_scored():
+    from flows.tracking.scorers import similarity
+
+    gold = ["The keeper is Tom.", "The keeper is Ann.", "The keeper is Bob."]
+    scored = tasks.answer_similarity.fn(gold, ["Tom keeps it.", "  ", None], EmbeddingConfig())
+    assert scored[0] > 0.5 and scored[1] == 0.0 and scored[2] != scored[2]  # NaN: no answer at all
+    assert similarity(gold[1], "", EmbeddingConfig()) == 0.0  # the MLflow scorer agrees
+    assert tasks.answer_similarity.fn(gold[:1], [""], EmbeddingConfig()) == [0.0]  # nothing to embed

@@ -66,3 +66,11 @@ def test_a_model_a_later_job_of_the_sweep_loads_is_checked_before_the_first_job(
     assert preflight.models_problem([plain, reranked]) == (f"model problem: rerank.model={tmp_path / 'nope'}: no such "
                                                           "folder: give the folder holding the model's files (or a "
                                                           "Hugging Face hub name)")
+
+
+def test_jobs_that_differ_only_in_the_headline_beta_are_said_to_be_one_configuration():
+    jobs = [typed(compose_config(["setup=a_four", f"beta=opi-{b}"])) for b in ("0.5", "1", "2")]
+    said = preflight.headline_only(jobs)
+    assert said.startswith("A-Four runs at metrics.beta=0.5, 1, 2, which changes only which OPI is the headline")
+    assert preflight.headline_only([*jobs[:1], typed(compose_config(["setup=knn", "beta=opi-2"]))]) is None
+    assert preflight.headline_only([typed(compose_config([f"setup={s}"])) for s in ("knn", "bm25")]) is None

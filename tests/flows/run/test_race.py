@@ -248,6 +248,8 @@ def test_bounds_are_not_raced_but_run_once_on_the_rounds_the_race_ran(tmp_path):
     assert run.record_jobs()[2] == ["setup=random", "dataset.rounds=4", "dataset.rounds_from=1",
                                     "dataset.rounds_to=2", "race.record=true"]
     assert list(race_table(outcome)["outcome"]) == ["survivor", "survivor", "bound"]
+    bound = outcome["jobs"]["setup=random"]
+    assert (bound["clusters"], bound["examples"]) == (20, 40)  # the rounds it is recorded on, as the survivors'
     outcome = json.loads(json.dumps(outcome))  # as the tracked runs read it from race.json
     assert outcome_tags(outcome, "setup=random") == {"opi.race.outcome": "bound", "opi.race.metric": "bertsim",
                                                      "opi.race.rounds_run": "2 of 4"}

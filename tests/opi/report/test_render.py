@@ -1,4 +1,5 @@
 import base64
+import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -87,3 +88,18 @@ def test_a_sweep_where_nothing_is_distinguishable_says_so_in_few_words():
     report = hand_report(contenders=3, bounds=False)
     report.overall.loc[report.overall["verdict"] == "lower", "verdict"] = "not distinguishable"
     assert render.decision(report).endswith(" Not distinguishable from it: A-Two, EDI.")
+
+
+def test_a_tie_for_the_best_is_said_not_broken_by_order():
+    report = hand_report(contenders=3, bounds=False)
+    report.overall["bertsim"] = 0.5  # all three tied
+    report.overall.loc[1, "opi_1"] = 0.4  # A-Two as good as kNN
+    assert render.metric_line(report, "bertsim") == "BERTSim: best kNN, A-Two, EDI (tied), 0.500 [0.450, 0.600]."
+    assert render.decision(report).startswith("Best by OPI-1: **kNN**, tied with A-Two, 0.400 [0.350, 0.450].")
+
+
+def test_one_configuration_is_counted_in_the_singular_and_a_race_s_last_is_said_to_be():
+    alone = hand_report(contenders=1, bounds=False)
+    assert render.header(alone)[0] == "1 configuration · reader: extractive"
+    alone.settings = dataclasses.replace(alone.settings, raced="a race in which 1 of 3 survived")
+    assert render.decision(alone).endswith("It is the only configuration the race left.")

@@ -4,7 +4,7 @@ import pytest
 
 from opi.metrics.stats import compare
 from opi.report import Configuration, ReportSettings
-from opi.report import statistics
+from opi.report import statistics, tables
 from opi.schemas import ReportConfig
 
 S = ReportSettings(ReportConfig(resamples=200, permutations=999))
@@ -63,6 +63,17 @@ def test_strengths_are_over_contenders_with_p_adjusted_over_the_relations():
     assert table["margin"].tolist() == pytest.approx([0.31, 0.13])
     assert table["p_adjusted"].tolist() == pytest.approx(statistics.adjusted(table["p_value"].tolist()))
     assert set(table["verdict"]) == {"not distinguishable"}  # one article per relation: nothing can be shown
+    assert table["tied"].tolist() == [0, 0]
+
+
+def test_a_relation_s_best_counts_those_as_good_as_it():
+    frames = {name: rows([0.5] * 4, [True] * 4) for name in "XYZ"}
+    long = pd.DataFrame({"configuration": list("XXYYZZ"), "relation": ["a", "b"] * 3, "n": [2] * 6,
+                         "opi_1": [0.6, 0.3, 0.6, 0.5, 0.6, 0.4]})
+    table = statistics.strengths(frames, long, S, ["X", "Y", "Z"]).set_index("relation")
+    assert table["tied"].tolist() == [2, 0] and table["best"].tolist() == ["X", "Y"]
+    shown = tables.strengths(table.reset_index(), {}, "opi_1")
+    assert shown["best"].tolist() == ["X (+2 tied)", "Y"]
 
 
 def test_answer_quality_ranks_contenders_by_bertsim():

@@ -147,3 +147,27 @@ def test_the_oracles_deep_ranking_cut_to_k_is_its_ranking_to_depth_k(article):
     assert len(deep[0].chunk_ids) >= 4 and len(deep[1].chunk_ids) >= 2  # the cuts below choose something
     for k in KS:
         assert [r.top(k) for r in deep] == oracle.rank_examples(examples, chunks, k), k
+
+
+@dataclass
+class OwnScores(Retriever):
+    """A retriever of one's own whose ``score`` returns what it is given."""
+    returned: object = None
+
+    def score(self, questions, chunks):
+        return self.returned
+
+
+def test_scores_that_cannot_rank_every_chunk_are_one_line_naming_the_retriever():
+    from flows.base.errors import explained
+    from opi.retrievers.base import ScoresUnusable
+
+    chunks = make_chunks(["One chunk.", "Two chunk.", "Three chunk."])
+    for returned, said in ((np.zeros((1, 2)), r"shape \(1, 2\) for 1 questions and 3 chunks"),
+                           ([[0.1, float("nan"), 0.3]], "NaN for 1 of 3 scores"),
+                           ([["a", "b", "c"]], "not numbers")):
+        with pytest.raises(ScoresUnusable, match=said) as raised:
+            OwnScores(returned=returned).rank(["Which?"], chunks, 3)
+        assert explained(raised.value).startswith("retriever problem: tests.opi.retrievers.test_base.OwnScores.score")
+    ranked = OwnScores(returned=[[0.1, -np.inf, 0.3]]).rank(["Which?"], chunks, 3)
+    assert ranked[0].chunk_ids == (2, 0, 1)  # -inf ranks last
