@@ -116,12 +116,12 @@ def retrieval_verdict(ndcg: str | None, mrr: str | None, note: str | None) -> st
 
 
 def strengths(table: pd.DataFrame, labels: dict[str, str], key: str) -> pd.DataFrame:
-    """Per relation: the best contender, its value, the runner-up, the margin and the adjusted p."""
+    """Per relation: the best contender, how many others are as good, its value, the runner-up, the margin and the
+    adjusted p."""
     name = lambda c: MISSING if missing(c) else labels.get(c, c)  # noqa: E731
     column = lambda c: table[c] if c in table else [None] * len(table)  # noqa: E731
-    tied = [f" (+{int(t)} tied)" if t and not missing(t) else "" for t in column("tied")]
-    return pd.DataFrame({"relation": table["relation"], "n": table["n"].map(str),
-                         "best": [name(b) + t for b, t in zip(table["best"], tied)],
+    return pd.DataFrame({"relation": table["relation"], "n": table["n"].map(str), "best": table["best"].map(name),
+                         "tied": [MISSING if missing(t) else str(int(t)) for t in column("tied")],  # others as good
                          display(key): table[key].map(number), "runner-up": list(map(name, column("runner_up"))),
                          "margin": list(map(number, column("margin"))),
                          "p (adj.)": list(map(p_value, column("p_adjusted"))),
