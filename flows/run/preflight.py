@@ -265,7 +265,8 @@ def headline_only(configurations: list[OPIConfig]) -> str | None:
     for i, one in enumerate(unweighted):
         same = [configurations[j].metrics.beta for j in range(i, len(unweighted)) if unweighted[j] == one]
         if len(set(same)) > 1:
-            return (f"{describe(configurations[i]).retrieval} runs at metrics.beta={', '.join(f'{b:g}' for b in same)}, "
+            betas = ", ".join(f"{b:g}" for b in same)
+            return (f"{describe(configurations[i]).retrieval} runs at metrics.beta={betas}, "
                     f"which changes only which OPI is the headline: the runs are the same configuration, and every "
                     f"run logs OPI at metrics.betas={list(configurations[i].metrics.betas)}; to rank by OPI-2, run "
                     "once with beta=opi-2 (or opi-report --beta 2)")

@@ -12,7 +12,7 @@ import pandas as pd
 
 from opi.report import tables
 from opi.report.base import GOLD_SOURCES, SCOPES, display
-from opi.report.statistics import retrieval_ndcg
+from opi.report.statistics import retrieval_ndcg, tied_with
 
 if TYPE_CHECKING:
     from opi.report.report import SweepReport
@@ -78,11 +78,6 @@ def decision(report: SweepReport) -> str:
         return text + (" It is the only configuration the race left." if report.settings.raced
                        else " It is the only configuration.")
     return text + " " + standing(report, contenders[contenders["verdict"] != "best"], "verdict")
-
-
-def tied_with(table: pd.DataFrame, metric: str, value: float) -> list[str]:
-    """The configurations whose ``metric`` equals ``value`` (a tie for the best is said, not broken by order)."""
-    return table.loc[(table[metric] - value).abs() <= 1e-12, "configuration"].tolist()
 
 
 def plural(count: int, noun: str) -> str:

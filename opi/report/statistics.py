@@ -126,6 +126,11 @@ def relation_tables(long: pd.DataFrame, order: Sequence[str], relations: Sequenc
             .reindex([r for r in relations if r in present]) for metric in metrics}
 
 
+def tied_with(table: pd.DataFrame, metric: str, value: float) -> list[str]:
+    """The configurations whose ``metric`` equals ``value`` (a tie for the best is said, not broken by order)."""
+    return table.loc[(table[metric] - value).abs() <= 1e-12, "configuration"].tolist()
+
+
 def strengths(runs: dict[str, pd.DataFrame], long: pd.DataFrame, s: ReportSettings, contenders: Sequence[str]
               ) -> pd.DataFrame:
     """Per relation, the best contender (bounds left out), its margin over the runner-up and the paired test on
@@ -136,7 +141,7 @@ def strengths(runs: dict[str, pd.DataFrame], long: pd.DataFrame, s: ReportSettin
         ranked = group.sort_values(key, ascending=False, kind="stable")
         best = ranked.iloc[0]
         record = {"relation": relation, "n": int(best["n"]), "best": best["configuration"], key: best[key],
-                  "tied": int(((ranked[key] - best[key]).abs() <= 1e-12).sum()) - 1}  # others as good: said
+                  "tied": len(tied_with(ranked, key, best[key])) - 1}  # others as good: said, not hidden by order
         if len(ranked) > 1:
             second = ranked.iloc[1]
             of = [runs[c][runs[c]["relation"] == relation] for c in (best["configuration"], second["configuration"])]
