@@ -10,6 +10,7 @@ import json
 import numbers
 import random
 import re
+import unicodedata
 import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -24,6 +25,10 @@ REQUIRED = ("context", "question", "answer")
 
 class DataError(ValueError):
     """A dataset problem a user can fix: the message names the file, row and field."""
+
+
+class DataWarning(UserWarning):
+    """Something about a dataset a user should know, which does not stop the run."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
                             f"{sorted(record)} ({_separator_hint(record)})")
         problem, fields = None, {name: _field_text(record[name]) for name in REQUIRED}
         for name, value in fields.items():
-            if not isinstance(value, str) or not value.strip():
+            if not isinstance(value, str) or _no_text(value):
                 problem = (f"{where}, field {name!r}: empty or not text ({value!r:.40})", f"empty {name}")
                 break
         if problem is None:
@@ -170,8 +175,37 @@ def id_text(value: Any) -> str:
 
 
 def _blank(value: Any) -> bool:
-    """No value: None, a missing cell (NaN), or only whitespace."""
-    return value is None or _is_missing(value) or not str(value).strip()
+    """No value: None, a missing cell (NaN), or no visible text."""
+    return value is None or _is_missing(value) or _no_text(str(value))
+
+
+def _no_text(text: str) -> bool:
+    """Only whitespace and invisible format characters (a zero-width space, a byte-order mark, a soft hyphen):
+    ``str.strip`` keeps the latter, so a cell pasted with one would pass for text."""
+    return all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in text)
+
+
+class _DoubledKeys(ValueError):
+    pass
+
+
+def _object_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once (``json`` keeps the last of two silently)."""
+    counts = Counter(key for key, _ in pairs)
+    doubled = sorted(key for key, count in counts.items() if count > 1)
+    if doubled:
+        raise _DoubledKeys(doubled)
+    return dict(pairs)
+
+
+def _doubled_header(text: str) -> list[str]:
+    """Column names a CSV's header gives more than once (pandas would read the second ``answer`` as ``answer.1``)."""
+    import csv
+    import io
+
+    header = next(csv.reader(io.StringIO(text)), [])
+    counts = Counter(name.strip() for name in header if name.strip())
+    return sorted(name for name, count in counts.items() if count > 1)
 
 
 def _is_missing(value: Any) -> bool:
@@ -222,8 +256,9 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
 
 
 def read_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[str] | None]:
-    """``read_table``'s rows and where each is in the file (``row 8``: a JSONL file's line 8, a CSV's 8th row under
-    its header), or None when rows are simply counted from 1. Blank JSONL lines and all-empty CSV rows are no rows."""
+    """``read_table``'s rows and where each is in the file (``row 8``: a JSONL file's 8th record, with its line when
+    blank lines make that another, ``row 8 (line 9)``; a CSV's 8th row under its header), or None when rows are simply
+    counted from 1. Blank JSONL lines and all-empty CSV rows are no rows."""
     path = Path(path)
     suffix = path.suffix.lower()
     if path.is_dir():
@@ -236,13 +271,17 @@ def read_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[str] | None]
         for number, line in enumerate(_read_text(path).split("\n"), start=1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    rows.append(json.loads(line, object_pairs_hook=_object_once))
                 except json.JSONDecodeError as err:
                     raise DataError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
+                except _DoubledKeys as err:
+                    raise DataError(f"{path}, line {number}: key(s) {err.args[0]} given twice in one object; keep "
+                                    "one of each") from None
                 if not isinstance(rows[-1], dict):
                     raise DataError(f"{path}, line {number}: expected a JSON object (one example per line), got "
                                     f"{type(rows[-1]).__name__} {line.strip()[:40]}")
-                places.append(f"row {number}")
+                # the record's count is what dataset.label_join=row counts; the line is what an editor shows
+                places.append(f"row {len(rows)}" + (f" (line {number})" if number != len(rows) else ""))
         return rows, places
     if suffix == ".json":
         data = _read_json(path)
@@ -260,7 +299,12 @@ def read_rows(path: str | Path) -> tuple[list[dict[str, Any]], list[str] | None]
         if suffix == ".csv":
             import io
 
-            frame = pd.read_csv(io.StringIO(_read_text(path)), dtype=str, keep_default_na=False)
+            text = _read_text(path)
+            doubled = _doubled_header(text)
+            if doubled:
+                raise DataError(f"{path}: column(s) {doubled} appear more than once in the header; keep one of each, "
+                                "or rename the others")
+            frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
         else:
             frame = pd.read_parquet(path)
     except DataError:
@@ -315,6 +359,12 @@ def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: st
         raise DataError(f"{labels_path}: no label for {len(unmatched)} of the {len(keys)} examples of {source} by "
                         f"{join_on!r}, e.g. {unmatched[:3]}; a label file labels every example (or set "
                         f"dataset.on_invalid=skip to evaluate only the examples it labels)")
+    own = [(row.get("relation"), by_key.get(key)) for row, key in zip(rows, keys) if not _blank(row.get("relation"))]
+    if own:
+        differ = sum(str(theirs).strip() != ours for theirs, ours in own)
+        warnings.warn(f"{source} has a 'relation' column of its own ({len(own)} row{'s' * (len(own) != 1)} labelled, "
+                      f"{differ} of them "
+                      f"differently); the labels of {labels_path} replace it", DataWarning, stacklevel=2)
     return [{**row, "relation": by_key.get(key), **({NOT_LABELLED: True} if key not in by_key else {})}
             for row, key in zip(rows, keys)]
 
@@ -448,7 +498,8 @@ def balanced_split(examples: Sequence[Example], per_relation: int = 100, test_fr
     for relation in sorted(by_relation):
         group = sorted(by_relation[relation], key=lambda e: e.id)
         if len(group) < per_relation:
-            warnings.warn(f"relation {relation!r} has {len(group)} examples, fewer than per_relation={per_relation}")
+            warnings.warn(f"relation {relation!r} has {len(group)} examples, fewer than per_relation={per_relation}",
+                          DataWarning)
         chosen = rng.sample(group, min(per_relation, len(group)))
         n_test = round(len(chosen) * test_fraction)
         test.extend(chosen[:n_test])

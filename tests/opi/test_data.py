@@ -5,7 +5,7 @@ import pytest
 
 from collections import Counter
 
-from opi.data import DataError, balanced_split, load_examples
+from opi.data import DataError, DataWarning, balanced_split, load_examples
 from opi.relations import load_relation_set
 from opi.schemas import DatasetConfig
 
@@ -184,7 +184,7 @@ def test_balanced_split_needs_labels_and_a_fraction_between_0_and_1():
 
 def test_balanced_split_warns_when_a_relation_is_short():
     examples, _ = load_examples(DatasetConfig(name="deeplogic-130", relations=["fuzzy", "numerical"]))
-    with pytest.warns(UserWarning, match="fewer than per_relation=20"):
+    with pytest.warns(DataWarning, match="fewer than per_relation=20"):
         train, test = balanced_split(examples, per_relation=20, test_fraction=0.2, seed=0)
     assert len(test) == 4 and len(train) == 16
 
@@ -324,19 +324,33 @@ def test_a_squad_duplicate_is_named_by_its_id_and_place_among_all_the_file_s_que
         f"{path}, question 4, field 'id': duplicate id 'a' (first at question 1){SKIP}"
 
 
-def test_a_jsonl_row_is_its_line_in_the_file_blank_lines_counted(tmp_path):
+def test_a_jsonl_row_is_its_record_and_its_line_is_said_where_blank_lines_make_it_another(tmp_path):
+    # "row N" counts records, as dataset.label_join=row does; the line is what an editor shows
     path = tmp_path / "d.jsonl"
     path.write_text(f"{json.dumps(GOOD)}\n\n{json.dumps(GOOD | {'id': 'x2', 'answer': ''})}\n")
     assert load_error(tmp_path, kind="table", path=str(path)) == \
-        f"{path}, row 3, field 'answer': empty or not text (''){SKIP}"
+        f"{path}, row 2 (line 3), field 'answer': empty or not text (''){SKIP}"
     path.write_text(f"\n{json.dumps(GOOD)}\n\n{json.dumps(GOOD)}\n")
     assert load_error(tmp_path, kind="table", path=str(path)) == \
-        f"{path}, row 4, field 'id': duplicate id 'x1' (first at row 2){SKIP}"
+        f"{path}, row 2 (line 4), field 'id': duplicate id 'x1' (first at row 1 (line 2)){SKIP}"
+    path.write_text(f"{json.dumps(GOOD)}\n{json.dumps(GOOD | {'answer': ''})}\n")
+    assert load_error(tmp_path, kind="table", path=str(path)) == \
+        f"{path}, row 2, field 'answer': empty or not text (''){SKIP}"
     path.write_text(f"{json.dumps(GOOD)}\n\n{json.dumps(GOOD | {'id': 'x2'})}\n")
     labels = tmp_path / "l.jsonl"
     labels.write_text('{"id": "x1", "relation": "multi_hop"}\n\n{"id": "x1", "relation": "multi_hop"}\n')
     assert load_error(tmp_path, kind="table", path=str(path), labels_path=str(labels)) == \
-        f"{labels}, row 3, field 'id': 'x1' is labelled twice (first at row 1); keep one label per example"
+        f"{labels}, row 2 (line 3), field 'id': 'x1' is labelled twice (first at row 1); keep one label per example"
+
+
+def test_jsonl_rows_and_label_rows_by_row_count_the_same_records(tmp_path):
+    path, labels = tmp_path / "d.jsonl", tmp_path / "l.csv"
+    unlabelled = {k: v for k, v in GOOD.items() if k != "relation"}
+    path.write_text(f"{json.dumps(unlabelled)}\n\n\n{json.dumps(unlabelled | {'id': 'x2'})}\n")
+    labels.write_text("row,relation\n1,multi_hop\n2,direct_matching\n")
+    examples, _ = load_examples(DatasetConfig(kind="table", path=str(path), labels_path=str(labels),
+                                              label_join="row"), label_set=LABELS)
+    assert [(e.id, e.relation) for e in examples] == [("x1", "multi_hop"), ("x2", "direct_matching")]
 
 
 def test_a_label_file_that_misses_examples_names_itself_and_them(tmp_path):
@@ -425,3 +439,37 @@ def test_with_skip_a_blank_label_leaves_its_example_unlabelled_and_dropped(tmp_p
                                                    labels_path=str(tmp_path / "l.csv"), label_join="row",
                                                    on_invalid="skip"), label_set=LABELS)
     assert [e.relation for e in examples] == [LABELS[0], LABELS[1]] and sum(report.dropped.values()) == 1
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\ufeff \u200d", "\u00ad\n"])
+def test_a_field_of_invisible_characters_only_is_empty(tmp_path, invisible):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD | {"id": "x2", "context": invisible}) + "\n")
+    assert load_error(tmp_path, kind="table", path=str(path)).startswith(f"{path}, row 2, field 'context': empty")
+    path.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD | {"id": "x2", "context": "\u200bThe mill.\u200b"}))
+    assert len(load_examples(DatasetConfig(kind="table", path=str(path)), label_set=LABELS)[0]) == 2
+
+
+def test_a_column_given_twice_is_refused_not_read_as_another(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text(f"context,question,answer,answer,,\n{CONTEXT},When?,1850,1851,,\n")
+    assert load_error(tmp_path, kind="table", path=str(path)) == \
+        f"{path}: column(s) ['answer'] appear more than once in the header; keep one of each, or rename the others"
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD)[:-1] + ', "answer": "1851"}\n')
+    assert load_error(tmp_path, kind="table", path=str(path)) == \
+        f"{path}, line 2: key(s) ['answer'] given twice in one object; keep one of each"
+
+
+def test_a_label_file_replacing_the_data_s_own_relations_says_so(tmp_path):
+    path, labels = tmp_path / "d.jsonl", tmp_path / "l.csv"
+    path.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD | {"id": "x2", "relation": ""}) + "\n"
+                    + json.dumps(GOOD | {"id": "x3"}) + "\n")
+    labels.write_text("id,relation\nx1,multi_hop\nx2,multi_hop\nx3,direct_matching\n")
+    with pytest.warns(DataWarning) as caught:
+        examples, _ = load_examples(DatasetConfig(kind="table", path=str(path), labels_path=str(labels)),
+                                    label_set=LABELS)
+    assert [str(w.message) for w in caught] == [
+        f"{path} has a 'relation' column of its own (2 rows labelled, 1 of them differently); the labels of {labels} "
+        "replace it"]
+    assert [e.relation for e in examples] == ["multi_hop", "multi_hop", "direct_matching"]

@@ -64,3 +64,23 @@ def test_a_bad_row_of_the_classifiers_training_file_is_not_offered_the_evaluated
         file_training(str(path), "paper13")
     assert str(raised.value).endswith("field 'answer': empty or not text ('') (classifier.train_path: fix the row)")
     assert "on_invalid" not in str(raised.value)
+
+
+def test_a_data_warning_is_a_line_of_the_run_s_log(tmp_path, caplog):
+    import json
+
+    from flows.run.config import compose_config, typed
+
+    row = {"id": "a", "context": "The mill opened in 1850. It closed in 1901.", "question": "When did it open?",
+           "answer": "In 1850.", "relation": "deductive"}
+    (tmp_path / "d.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(row | {"id": "b"}) + "\n")
+    (tmp_path / "l.csv").write_text("id,relation\na,deductive\nb,fuzzy\n")
+    run_data._load_data.cache_clear()
+    run_data._whole_data.cache_clear()
+    with caplog.at_level("WARNING", logger=run_data.log.name):
+        data = run_data.load_data(typed(compose_config([
+            "dataset=table", f"dataset.path={tmp_path / 'd.jsonl'}", f"dataset.labels_path={tmp_path / 'l.csv'}"])))
+    assert [e.relation for e in data.examples] == ["deductive", "fuzzy"]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{tmp_path / 'd.jsonl'} has a 'relation' column of its own (2 rows labelled, 1 of them differently); the "
+        f"labels of {tmp_path / 'l.csv'} replace it"]
