@@ -140,4 +140,5 @@ class MultirunParentRun(Callback):
         size = int(run.data.metrics.get("configurations", 0))
         metric = run.data.tags.get("opi.ranked_by", OPI_1)
         metric = metric if metric in (OPI_1, BERTSIM) else BERTSIM  # not ranked: different yardsticks
+        metric = outcome["metric"] if outcome is not None else metric  # a race: the metric it was decided on
         log.info("%s", ui_pointer(tracking.tracking_uri, run.info.experiment_id, parent, size, metric))

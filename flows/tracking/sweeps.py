@@ -132,10 +132,23 @@ def find_sweep(client: MlflowClient, experiment: str, sweep: str | None) -> str:
     found = client.get_experiment_by_name(experiment)
     if found is None:
         raise CommandError(f"no MLflow experiment {experiment!r} in this store: run a sweep first (opi-eval -m ...)")
+    skipped = []
     for run in client.search_runs([found.experiment_id], "tags.`opi.role` = 'sweep'", order_by=["start_time DESC"]):
         if children(client, run.info.run_id):
+            if skipped:  # a newer sweep stopped (or still starting) before any configuration: not passed in silence
+                log.warning("%s; taking the latest sweep that has some, run %s (--sweep names another)",
+                            _without_results(skipped), run.info.run_id)
             return run.info.run_id
+        skipped.append(run)
     raise CommandError(f"experiment {experiment!r} has no finished sweep with child runs: run one with opi-eval -m ...")
+
+
+def _without_results(sweeps: list) -> str:
+    newest = sweeps[0].info
+    state = {"RUNNING": "still running", "KILLED": "stopped", "FAILED": "failed"}.get(newest.status, newest.status)
+    older = len(sweeps) - 1
+    more = f", nor {older} older sweep{'s' * (older > 1)}" if older else ""
+    return f"the newest sweep (run {newest.run_id}, {state}) has no configuration's results yet{more}"
 
 
 def sweep_settings(client: MlflowClient, parent: str) -> dict[str, str]:

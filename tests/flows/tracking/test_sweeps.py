@@ -44,6 +44,29 @@ def test_a_store_without_the_experiment_or_a_sweep_is_one_line(tmp_path):
         find_sweep(client, "opi", None)
 
 
+def test_a_newer_sweep_without_results_is_said_when_the_latest_with_results_is_taken(tmp_path, caplog):
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    experiment = client.create_experiment("opi", artifact_location=str(tmp_path / "a"))
+    finished = client.create_run(experiment, start_time=1_000, tags={"opi.role": "sweep"}).info.run_id
+    client.create_run(experiment, start_time=1_001, tags={"mlflow.parentRunId": finished})
+    stopped = client.create_run(experiment, start_time=2_000, tags={"opi.role": "sweep"}).info.run_id
+    client.set_terminated(stopped, "KILLED")
+    with caplog.at_level("WARNING", logger="opi"):
+        assert find_sweep(client, "opi", None) == finished
+    assert [r.getMessage() for r in caplog.records if r.name == "opi"] == [
+        f"the newest sweep (run {stopped}, stopped) has no configuration's results yet; taking the latest sweep that "
+        f"has some, run {finished} (--sweep names another)"]
+    caplog.clear()
+    client.create_run(experiment, start_time=3_000, tags={"opi.role": "sweep"})
+    with caplog.at_level("WARNING", logger="opi"):
+        assert find_sweep(client, "opi", None) == finished
+    assert ", still running) has no configuration's results yet, nor 1 older sweep; taking" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="opi"):
+        assert find_sweep(client, "opi", finished) == finished
+    assert not [r for r in caplog.records if r.name == "opi"]
+
+
 def fake_run(run_id: str, name: str, tags: dict | None = None, **params: str):
     return SimpleNamespace(info=SimpleNamespace(run_id=run_id, run_name=name),
                            data=SimpleNamespace(params=params, tags=tags or {}))
