@@ -11,7 +11,8 @@ cluster_codes``) the interval uses PPI's cluster-robust variance, the strata's i
 Per relation, a relation with at least ``MIN_PER_RELATION`` labels gets its own PPI++ estimate; the relations below
 that share one correction, the mean of (machine - human) over their labels pooled (over all labels when they have
 none), subtracted from their raw LRCR. Those per-relation values enter Formula 3 (``opi.metrics.opi.pooled_opi``)
-with the per-relation BERTSim, which gives ``opi_1_calibrated``; its interval is a percentile bootstrap that draws
+with the per-relation BERTSim, which gives ``opi_1_calibrated`` (their mean clipped to [0, 1], not each one: a
+relation corrected below 0 would otherwise lift it); its interval is a percentile bootstrap that draws
 whole clusters with replacement (labelled and unlabelled examples together; where every cluster lies within one
 relation and one of the two samples, as single examples do, within each relation's labelled and unlabelled
 examples, so both samples vary), a relation absent from a resample left out of its Formula 3.
@@ -34,8 +35,9 @@ MIN_PER_RELATION = 10
 DEFAULT_ICC = 0.3  # the residuals' intra-article correlation assumed until the labels can estimate it
 
 
-def _relation_lrcr(machine: np.ndarray, human: np.ndarray, relations: np.ndarray, names: list[str]) -> np.ndarray:
-    """Each relation's calibrated LRCR (see the module's docstring), clipped to [0, 1]."""
+def _relation_lrcr(machine: np.ndarray, human: np.ndarray, relations: np.ndarray, names: list[str],
+                   clip: bool = True) -> np.ndarray:
+    """Each relation's calibrated LRCR (see the module's docstring), clipped to [0, 1] unless not ``clip``."""
     labelled = ~np.isnan(human)
     small = [r for r in names if (labelled & (relations == r)).sum() < MIN_PER_RELATION]
     pool = labelled & np.isin(relations, small)
@@ -49,13 +51,15 @@ def _relation_lrcr(machine: np.ndarray, human: np.ndarray, relations: np.ndarray
         else:
             values.append(ppi_mean(human[mine & labelled], machine[mine & labelled],
                                    machine[mine & ~labelled]).value)
-    return np.clip(values, 0.0, 1.0)
+    return np.clip(values, 0.0, 1.0) if clip else np.array(values)
 
 
 def _formula3(machine, human, relations, similarity, names) -> float:
     names = [r for r in names if (relations == r).any()]  # a relation a resample left out
     bertsim = np.array([similarity[relations == r].mean() for r in names])
-    return opi(max(float(bertsim.mean()), 0.0), float(_relation_lrcr(machine, human, relations, names).mean()))
+    # the mean clipped, not each relation: clipped one by one, the relations corrected below 0 would lift the mean
+    lrcr = float(np.clip(_relation_lrcr(machine, human, relations, names, clip=False).mean(), 0.0, 1.0))
+    return opi(max(float(bertsim.mean()), 0.0), lrcr)
 
 
 def cluster_draws(clusters: np.ndarray, cells: np.ndarray, resamples: int, seed: int) -> Iterator[np.ndarray]:

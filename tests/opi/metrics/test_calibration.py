@@ -7,6 +7,7 @@ import pytest
 from scipy.stats import norm
 
 from opi.metrics.calibration import MIN_PER_RELATION, calibrated_lrcr, cluster_draws, labels_for_width
+from opi.metrics.opi import opi
 from opi.metrics.ppi import labels_needed, stratified_ppi_mean
 
 RELATIONS = np.array(["deductive", "fuzzy", "multi_hop"])
@@ -83,3 +84,15 @@ def test_labels_for_width_with_the_design_effect():
     assert labels_for_width(0.05, None, 416, icc=0.3, same_cluster=0.0169) == (416, False)  # unreachable: math.inf
     with pytest.raises(ValueError):
         labels_for_width(1.5, None, 10)
+
+
+def test_opi_1_is_0_where_the_labels_say_no_answer_has_its_relation():
+    # two relations of 4 answers, 2 labelled each (fewer than MIN_PER_RELATION: one shared correction, the mean of
+    # machine - human over the 4 labels = (0 + 0 + 1 + 1) / 4 = 0.5): A's LRCR 0 - 0.5, B's 1 - 0.5; their mean 0.
+    # Each clipped first, A's -0.5 would count as 0 and OPI-1 would be opi(0.8, 0.25) = 0.381
+    machine = np.array([0, 0, 0, 0, 1, 1, 1, 1], float)
+    human = np.array([0, 0, np.nan, np.nan, 0, 0, np.nan, np.nan])
+    relations = np.array(["a"] * 4 + ["b"] * 4)
+    result = calibrated_lrcr(machine, human, relations, np.full(8, 0.8), resamples=50)
+    assert result["opi_1_calibrated"] == 0.0
+    assert opi(0.8, 0.25) == pytest.approx(0.381, abs=5e-4)
