@@ -21,6 +21,9 @@ from typing import Any, Iterable, Sequence
 from opi.schemas import DatasetConfig
 
 REQUIRED = ("context", "question", "answer")
+# a "question" longer than its context and than this looks like an article: the columns are likely swapped (a short
+# question on a tiny context is not refused)
+SWAPPED_QUESTION_WORDS = 40
 
 
 class DataError(ValueError):
@@ -109,7 +112,7 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
                 problem = (f"{where}, field 'context': {context_words:,} words, more than "
                            f"dataset.max_context_words ({max_context_words:,}); split the article into several rows "
                            f"or raise the limit", "context too long")
-            elif question_words > context_words:
+            elif question_words > max(context_words, SWAPPED_QUESTION_WORDS):
                 problem = (f"{where}, field 'question': {question_words} words, longer than its context "
                            f"({context_words}); are the columns swapped? (map them with dataset.columns)",
                            "question longer than context")

@@ -473,3 +473,15 @@ def test_a_label_file_replacing_the_data_s_own_relations_says_so(tmp_path):
         f"{path} has a 'relation' column of its own (2 rows labelled, 1 of them differently); the labels of {labels} "
         "replace it"]
     assert [e.relation for e in examples] == ["multi_hop", "multi_hop", "direct_matching"]
+
+
+def test_a_question_longer_than_a_tiny_context_is_kept_an_article_sized_one_is_refused(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(GOOD | {"context": "Paris is in France.", "question": "In which country is the city "
+                                                                                        "of Paris to be found?"}))
+    assert [e.context for e in load_examples(DatasetConfig(kind="table", path=str(path)), label_set=LABELS)[0]] == \
+        ["Paris is in France."]
+    path.write_text(json.dumps(GOOD | {"context": "Paris is in France.", "question": "word " * 41}))
+    assert load_error(tmp_path, kind="table", path=str(path)) == (
+        f"{path}, row 1, field 'question': 41 words, longer than its context (4); are the columns swapped? (map them "
+        f"with dataset.columns){SKIP}")
