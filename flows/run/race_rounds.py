@@ -15,7 +15,7 @@ from itertools import zip_longest
 from typing import Callable
 
 from flows.base.errors import run_or_explain
-from flows.run.configuration import evaluate
+from flows.run.configuration import evaluate, model_loading
 from flows.run.embed_ahead import EmbedAhead
 from flows.run.preflight import prepared
 from flows.run.race import Rows
@@ -25,10 +25,16 @@ from opi.schemas import OPIConfig
 def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: int, ahead: EmbedAhead | None = None
                  ) -> Callable[[list[list[str]]], list[Rows]]:
     """A race's round evaluator: ``configuration_of(job)`` types a round job (a list of overrides); ``ahead``
-    embeds the next round's articles while the round runs (``flows.run.embed_ahead``)."""
+    embeds the next round's articles while the round runs (``flows.run.embed_ahead``). The yardstick's model is
+    loaded first, in this thread: torch imported in one of the round's threads while another imports scikit-learn
+    (whose scipy looks torch up) failed the race ("partially initialized module 'torch'"), and a Ctrl-C during a load
+    in a thread waited for the load to end."""
 
     def evaluate_round(batch: list[list[str]]) -> list[Rows]:
         configurations = [run_or_explain(prepared, configuration_of(job)) for job in batch]
+        loading = model_loading(configurations[0]) if configurations else None
+        if loading is not None:  # here, not in the round's threads (below)
+            loading()
         if ahead is not None:
             ahead.start(configurations)
         pool = ThreadPoolExecutor(max_workers=min(at_once, len(configurations)), thread_name_prefix="opi-round")

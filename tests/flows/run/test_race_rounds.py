@@ -41,6 +41,8 @@ def fake_evaluation(monkeypatch):
     monkeypatch.setattr(race_rounds, "prepared", prepared)
     monkeypatch.setattr(race_rounds, "evaluate", evaluate_started)
     monkeypatch.setattr(race_rounds, "embeds_articles", lambda config: config.startswith("dense"))
+    monkeypatch.setattr(race_rounds, "model_loading", lambda config: lambda: state.setdefault(
+        "loaded", (threading.current_thread().name, len(state.get("started", [])))))
     return state
 
 
@@ -52,6 +54,12 @@ def test_a_rounds_configurations_run_at_once_and_come_back_in_order(fake_evaluat
     assert [metrics for _, metrics in results] == [{"n": 1.0}] * 4  # as a job's metrics.json holds them
     assert fake_evaluation["most"] == 3  # three at once, not four
     assert [running for _, running in fake_evaluation["checked"]] == [0] * 4  # all checked before any work
+
+
+def test_the_model_is_loaded_in_the_calling_thread_before_the_rounds_threads_start(fake_evaluation):
+    # torch imported in a round's thread while another imported scikit-learn failed a race; a Ctrl-C waited for it
+    race_rounds.side_by_side(lambda job: job[0], at_once=2)([["a"], ["b"]])
+    assert fake_evaluation["loaded"] == (threading.current_thread().name, 0)
 
 
 def test_those_that_embed_start_in_turn_with_those_that_do_not(fake_evaluation):
