@@ -30,10 +30,6 @@ class DataError(ValueError):
     """A dataset problem a user can fix: the message names the file, row and field."""
 
 
-class DataWarning(UserWarning):
-    """Something about a dataset a user should know, which does not stop the run."""
-
-
 @dataclass(frozen=True)
 class Example:
     id: str
@@ -59,6 +55,7 @@ class LoadReport:
     source: str
     rows_read: int = 0
     dropped: Counter = field(default_factory=Counter)  # reason -> count
+    notes: list[str] = field(default_factory=list)  # what a user should know that stops nothing, a line each
 
     @property
     def rows_kept(self) -> int:
@@ -119,7 +116,7 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
         relation = record.get("relation")
         if relation is not None and not isinstance(relation, str):
             relation = None if _is_missing(relation) else str(relation)
-        if relation is not None and not relation.strip():
+        if relation is not None and _no_text(relation):
             relation = None  # an empty cell: no label
         evidence, evidence_problem = _evidence(record.get("evidence"), evidence_separator)
         if problem is None and evidence_problem:
@@ -206,7 +203,10 @@ def _doubled_header(text: str) -> list[str]:
     import csv
     import io
 
-    header = next(csv.reader(io.StringIO(text)), [])
+    try:  # the header pandas reads: blank lines before it skipped, a byte-order mark not part of its first name
+        header = next((row for row in csv.reader(io.StringIO(text.removeprefix("\ufeff"))) if row), [])
+    except csv.Error:
+        return []  # an unreadable header: pandas says what is wrong with it
     counts = Counter(name.strip() for name in header if name.strip())
     return sorted(name for name, count in counts.items() if count > 1)
 
@@ -232,7 +232,7 @@ def _evidence(value: Any, separator: str | None) -> tuple[tuple[str, ...], str |
             return (), f"a list must hold text only, got {[type(p).__name__ for p in pieces][:3]}"
     else:
         return (), f"expected text or a list of texts, got {type(value).__name__}"
-    return tuple(p.strip() for p in pieces if p.strip()), None
+    return tuple(p.strip() for p in pieces if not _no_text(p)), None
 
 
 def _read_text(path: Path) -> str:
@@ -362,14 +362,21 @@ def join_labels(rows: list[dict[str, Any]], labels_path: str | Path, join_on: st
         raise DataError(f"{labels_path}: no label for {len(unmatched)} of the {len(keys)} examples of {source} by "
                         f"{join_on!r}, e.g. {unmatched[:3]}; a label file labels every example (or set "
                         f"dataset.on_invalid=skip to evaluate only the examples it labels)")
-    own = [(row.get("relation"), by_key.get(key)) for row, key in zip(rows, keys) if not _blank(row.get("relation"))]
-    if own:
-        differ = sum(str(theirs).strip() != ours for theirs, ours in own)
-        warnings.warn(f"{source} has a 'relation' column of its own ({len(own)} row{'s' * (len(own) != 1)} labelled, "
-                      f"{differ} of them "
-                      f"differently); the labels of {labels_path} replace it", DataWarning, stacklevel=2)
     return [{**row, "relation": by_key.get(key), **({NOT_LABELLED: True} if key not in by_key else {})}
             for row, key in zip(rows, keys)]
+
+
+def relations_replaced(rows: list[dict[str, Any]], joined: list[dict[str, Any]], source: str,
+                       labels_path: str | Path) -> str | None:
+    """The line that says a label file replaced relations the data has of its own (None if it has none): how many
+    of the rows it labels had one, and how many of those differ."""
+    pairs = [(row.get("relation"), new["relation"]) for row, new in zip(rows, joined)
+             if not _blank(row.get("relation")) and not new.get(NOT_LABELLED)]
+    if not pairs:
+        return None
+    differ = sum(str(own).strip() != label for own, label in pairs)
+    return (f"{source} has a 'relation' column of its own ({len(pairs)} labelled row{'s' * (len(pairs) != 1)}, "
+            f"{differ} of them differently); the labels of {labels_path} replace it")
 
 
 NOT_LABELLED = "_not_in_the_label_file"  # a row's mark: the label file leaves it out (dataset.on_invalid=skip)
@@ -501,8 +508,7 @@ def balanced_split(examples: Sequence[Example], per_relation: int = 100, test_fr
     for relation in sorted(by_relation):
         group = sorted(by_relation[relation], key=lambda e: e.id)
         if len(group) < per_relation:
-            warnings.warn(f"relation {relation!r} has {len(group)} examples, fewer than per_relation={per_relation}",
-                          DataWarning)
+            warnings.warn(f"relation {relation!r} has {len(group)} examples, fewer than per_relation={per_relation}")
         chosen = rng.sample(group, min(per_relation, len(group)))
         n_test = round(len(chosen) * test_fraction)
         test.extend(chosen[:n_test])
@@ -554,10 +560,14 @@ def load_examples(dataset: DatasetConfig | None = None, label_set: Sequence[str]
     rows = rename_columns(rows, d.columns.mapping(), source)
     if d.group:
         rows = rename_columns(rows, {"group": d.group}, source, "dataset.group")
+    notes = []
     if d.labels_path:
-        rows = join_labels(rows, d.labels_path, d.label_join, label_set, source, d.on_invalid)
+        joined = join_labels(rows, d.labels_path, d.label_join, label_set, source, d.on_invalid)
+        notes = [n for n in [relations_replaced(rows, joined, source, d.labels_path)] if n]
+        rows = joined
     examples, report = validate(rows, source, label_set, d.on_invalid, d.evidence_separator, d.max_context_words,
                                 places)
+    report.notes += notes
     if unanswerable:
         report.rows_read += unanswerable
         report.dropped["unanswerable (no gold answer)"] += unanswerable

@@ -5,14 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import warnings
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
 
 from flows.orchestration.hashing import HashedList, hashed
 from opi.classify import TrainingSet
-from opi.data import SKIP_HINT, DataError, DataWarning, Example, LoadReport, labelled, load_examples, select
+from opi.data import SKIP_HINT, DataError, Example, LoadReport, labelled, load_examples, select
 from opi.relations import RelationSet, Triple, load_relation_set
 from opi.racing import in_rounds
 from opi.schemas import DatasetConfig, OPIConfig
@@ -65,14 +64,9 @@ def _load_data(key: str) -> Data:
 def _whole_data(key: str) -> Data:
     settings = json.loads(key)
     dataset, relation_set = DatasetConfig(**settings["dataset"]), load_relation_set(settings["relations"])
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DataWarning)
-        pool, report = load_examples(dataset, relation_set.labels, settings["seed"], filtered=False)  # read once
-    for warning in caught:  # a line in the run's log, as the load report's, not a Python warning's file and line
-        if issubclass(warning.category, DataWarning):
-            log.warning("%s", warning.message)
-        else:
-            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    pool, report = load_examples(dataset, relation_set.labels, settings["seed"], filtered=False)  # read once
+    for note in report.notes:
+        log.warning("%s", note)
     examples = select(pool, dataset.relations, dataset.sample, dataset.limit, settings["seed"])
     return Data(relation_set, hashed(examples), pool, report, hashed(sorted({e.context for e in pool})),
                 labelled(pool))

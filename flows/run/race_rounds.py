@@ -25,16 +25,15 @@ from opi.schemas import OPIConfig
 def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: int, ahead: EmbedAhead | None = None
                  ) -> Callable[[list[list[str]]], list[Rows]]:
     """A race's round evaluator: ``configuration_of(job)`` types a round job (a list of overrides); ``ahead``
-    embeds the next round's articles while the round runs (``flows.run.embed_ahead``). The yardstick's model is
-    loaded first, in this thread: torch imported in one of the round's threads while another imports scikit-learn
+    embeds the next round's articles while the round runs (``flows.run.embed_ahead``). The yardstick's models are
+    loaded first, in this thread (a load that fails is one line, as a round's failure is): torch imported in one of the round's threads while another imports scikit-learn
     (whose scipy looks torch up) failed the race ("partially initialized module 'torch'"), and a Ctrl-C during a load
     in a thread waited for the load to end."""
 
     def evaluate_round(batch: list[list[str]]) -> list[Rows]:
         configurations = [run_or_explain(prepared, configuration_of(job)) for job in batch]
-        loading = model_loading(configurations[0]) if configurations else None
-        if loading is not None:  # here, not in the round's threads (below)
-            loading()
+        for loading in models_to_load(configurations):  # here, not in the round's threads (below)
+            run_or_explain(loading)
         if ahead is not None:
             ahead.start(configurations)
         pool = ThreadPoolExecutor(max_workers=min(at_once, len(configurations)), thread_name_prefix="opi-round")
@@ -47,6 +46,16 @@ def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: in
             pool.shutdown(wait=True, cancel_futures=True)
 
     return evaluate_round
+
+
+def models_to_load(configurations: list[OPIConfig]) -> list[Callable[[], None]]:
+    """Each distinct yardstick model the round's configurations load in this process (``model_loading``)."""
+    loads: dict[str, Callable[[], None]] = {}
+    for config in configurations:
+        loading = model_loading(config)
+        if loading is not None:
+            loads.setdefault(repr((config.metrics.similarity, config.paths.embedding_store)), loading)
+    return list(loads.values())
 
 
 def starting_order(configurations: list[OPIConfig]) -> list[int]:

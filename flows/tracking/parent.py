@@ -93,6 +93,12 @@ def close_if_open(tracking_uri: str, run_id: str) -> None:
     client.set_terminated(run_id, status="KILLED" if stopped else "FAILED")
 
 
+def hint_metric(ranked_by: str) -> str:
+    """The metric the closing hint says Columns adds: the one the sweep's table is ranked by (a race's metric such
+    as ndcg_at_4, opi_2, the calibrated OPI-1), bertsim where it is not ranked ("none: different yardsticks")."""
+    return BERTSIM if ranked_by.startswith("none") else ranked_by
+
+
 class MultirunParentRun(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         tracking: TrackingConfig = OmegaConf.to_object(config.tracking)
@@ -138,7 +144,5 @@ class MultirunParentRun(Callback):
         client.set_terminated(parent, status="FINISHED")
         run = client.get_run(parent)
         size = int(run.data.metrics.get("configurations", 0))
-        metric = run.data.tags.get("opi.ranked_by", OPI_1)
-        metric = metric if metric in (OPI_1, BERTSIM) else BERTSIM  # not ranked: different yardsticks
-        metric = outcome["metric"] if outcome is not None else metric  # a race: the metric it was decided on
+        metric = hint_metric(run.data.tags.get("opi.ranked_by", OPI_1))
         log.info("%s", ui_pointer(tracking.tracking_uri, run.info.experiment_id, parent, size, metric))

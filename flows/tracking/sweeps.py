@@ -145,10 +145,12 @@ def find_sweep(client: MlflowClient, experiment: str, sweep: str | None) -> str:
 
 def _without_results(sweeps: list) -> str:
     newest = sweeps[0].info
-    state = {"RUNNING": "still running", "KILLED": "stopped", "FAILED": "failed"}.get(newest.status, newest.status)
+    state = {"RUNNING": "still running", "KILLED": "stopped", "FAILED": "failed"}.get(newest.status,
+                                                                                      newest.status.lower())
     older = len(sweeps) - 1
     more = f", nor {older} older sweep{'s' * (older > 1)}" if older else ""
-    return f"the newest sweep (run {newest.run_id}, {state}) has no configuration's results yet{more}"
+    yet = " yet" if newest.status in ("RUNNING", "SCHEDULED") else ""
+    return f"the newest sweep (run {newest.run_id}, {state}) has no configuration's results{yet}{more}"
 
 
 def sweep_settings(client: MlflowClient, parent: str) -> dict[str, str]:

@@ -5,7 +5,7 @@ import pytest
 
 from collections import Counter
 
-from opi.data import DataError, DataWarning, balanced_split, load_examples
+from opi.data import DataError, balanced_split, load_examples
 from opi.relations import load_relation_set
 from opi.schemas import DatasetConfig
 
@@ -184,7 +184,7 @@ def test_balanced_split_needs_labels_and_a_fraction_between_0_and_1():
 
 def test_balanced_split_warns_when_a_relation_is_short():
     examples, _ = load_examples(DatasetConfig(name="deeplogic-130", relations=["fuzzy", "numerical"]))
-    with pytest.warns(DataWarning, match="fewer than per_relation=20"):
+    with pytest.warns(UserWarning, match="fewer than per_relation=20"):
         train, test = balanced_split(examples, per_relation=20, test_fraction=0.2, seed=0)
     assert len(test) == 4 and len(train) == 16
 
@@ -455,6 +455,10 @@ def test_a_column_given_twice_is_refused_not_read_as_another(tmp_path):
     path.write_text(f"context,question,answer,answer,,\n{CONTEXT},When?,1850,1851,,\n")
     assert load_error(tmp_path, kind="table", path=str(path)) == \
         f"{path}: column(s) ['answer'] appear more than once in the header; keep one of each, or rename the others"
+    path.write_text(f"\ufeff\ncontext,question,context\n{CONTEXT},When?,{CONTEXT}\n")  # a BOM, a blank line
+    assert load_error(tmp_path, kind="table", path=str(path)).startswith(f"{path}: column(s) ['context'] appear")
+    path.write_text(f'"context,question\n{CONTEXT},When?\n')  # a quote never closed: pandas says what is wrong
+    assert "cannot be read as csv" in load_error(tmp_path, kind="table", path=str(path))
     path = tmp_path / "d.jsonl"
     path.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD)[:-1] + ', "answer": "1851"}\n')
     assert load_error(tmp_path, kind="table", path=str(path)) == \
@@ -466,13 +470,22 @@ def test_a_label_file_replacing_the_data_s_own_relations_says_so(tmp_path):
     path.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD | {"id": "x2", "relation": ""}) + "\n"
                     + json.dumps(GOOD | {"id": "x3"}) + "\n")
     labels.write_text("id,relation\nx1,multi_hop\nx2,multi_hop\nx3,direct_matching\n")
-    with pytest.warns(DataWarning) as caught:
-        examples, _ = load_examples(DatasetConfig(kind="table", path=str(path), labels_path=str(labels)),
-                                    label_set=LABELS)
-    assert [str(w.message) for w in caught] == [
-        f"{path} has a 'relation' column of its own (2 rows labelled, 1 of them differently); the labels of {labels} "
-        "replace it"]
+    examples, report = load_examples(DatasetConfig(kind="table", path=str(path), labels_path=str(labels)),
+                                     label_set=LABELS)
+    assert report.notes == [f"{path} has a 'relation' column of its own (2 labelled rows, 1 of them differently); "
+                            f"the labels of {labels} replace it"]
     assert [e.relation for e in examples] == ["multi_hop", "multi_hop", "direct_matching"]
+    # with skip, the rows the label file leaves out are dropped, not "labelled differently"
+    labels.write_text("id,relation\nx1,multi_hop\nx2,multi_hop\n")
+    _, report = load_examples(DatasetConfig(kind="table", path=str(path), labels_path=str(labels),
+                                            on_invalid="skip"), label_set=LABELS)
+    assert report.notes == [f"{path} has a 'relation' column of its own (1 labelled row, 0 of them differently); "
+                            f"the labels of {labels} replace it"]
+    labels.write_text("id,relation\nx1,multi_hop\n")
+    path.write_text(json.dumps(GOOD | {"relation": "\u200b"}) + "\n")
+    _, report = load_examples(DatasetConfig(kind="table", path=str(path), labels_path=str(labels),
+                                            on_invalid="skip"), label_set=LABELS)
+    assert report.notes == []  # an invisible relation is none
 
 
 def test_a_question_longer_than_a_tiny_context_is_kept_an_article_sized_one_is_refused(tmp_path):

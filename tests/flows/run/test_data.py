@@ -66,7 +66,7 @@ def test_a_bad_row_of_the_classifiers_training_file_is_not_offered_the_evaluated
     assert "on_invalid" not in str(raised.value)
 
 
-def test_a_data_warning_is_a_line_of_the_run_s_log(tmp_path, caplog):
+def test_a_load_note_is_a_line_of_the_run_s_log(tmp_path, caplog):
     import json
 
     from flows.run.config import compose_config, typed
@@ -82,5 +82,5 @@ def test_a_data_warning_is_a_line_of_the_run_s_log(tmp_path, caplog):
             "dataset=table", f"dataset.path={tmp_path / 'd.jsonl'}", f"dataset.labels_path={tmp_path / 'l.csv'}"])))
     assert [e.relation for e in data.examples] == ["deductive", "fuzzy"]
     assert [r.getMessage() for r in caplog.records] == [
-        f"{tmp_path / 'd.jsonl'} has a 'relation' column of its own (2 rows labelled, 1 of them differently); the "
+        f"{tmp_path / 'd.jsonl'} has a 'relation' column of its own (2 labelled rows, 1 of them differently); the "
         f"labels of {tmp_path / 'l.csv'} replace it"]

@@ -41,8 +41,8 @@ def fake_evaluation(monkeypatch):
     monkeypatch.setattr(race_rounds, "prepared", prepared)
     monkeypatch.setattr(race_rounds, "evaluate", evaluate_started)
     monkeypatch.setattr(race_rounds, "embeds_articles", lambda config: config.startswith("dense"))
-    monkeypatch.setattr(race_rounds, "model_loading", lambda config: lambda: state.setdefault(
-        "loaded", (threading.current_thread().name, len(state.get("started", [])))))
+    monkeypatch.setattr(race_rounds, "models_to_load", lambda configs: [lambda: state.setdefault(
+        "loaded", (threading.current_thread().name, len(state.get("started", []))))])
     return state
 
 
@@ -136,3 +136,30 @@ def test_a_races_job_is_split_at_the_sweeps_job_it_extends_whatever_the_jobs_len
     assert base_size(["setup=a_two", *rounds, "race.record=true"], bases) == 1
     with pytest.raises(KeyError, match="no job of the sweep begins"):
         base_size(["setup=knn", *rounds], bases)
+
+
+def test_each_distinct_yardstick_model_of_a_round_is_loaded_once():
+    from flows.run.config import compose_config, typed
+
+    def config(*overrides):
+        return typed(compose_config(["dataset=deeplogic-130", *overrides]))
+
+    same = [config("setup=knn"), config("setup=bm25"), config("setup=tfidf")]
+    assert len(race_rounds.models_to_load(same)) == 1
+    other = config("setup=bm25", "metrics.similarity.model=sentence-transformers/all-mpnet-base-v2")
+    assert len(race_rounds.models_to_load([*same, other])) == 2
+    assert race_rounds.models_to_load([config("setup=knn", "orchestration=dask")]) == []  # Dask's workers load theirs
+
+
+def test_a_model_that_cannot_load_ends_the_round_in_one_line(monkeypatch, caplog):
+    from flows.base.errors import CommandError
+
+    def unavailable():
+        raise CommandError("model problem: no such model")
+
+    monkeypatch.setattr(race_rounds, "prepared", lambda config: config)
+    monkeypatch.setattr(race_rounds, "models_to_load", lambda configs: [unavailable])
+    monkeypatch.setattr(race_rounds, "evaluate", lambda config: pytest.fail("a configuration ran"))
+    with pytest.raises(SystemExit) as ended:
+        race_rounds.side_by_side(lambda job: job[0], at_once=2)([["a"], ["b"]])
+    assert ended.value.code == 2 and "model problem: no such model" in caplog.text

@@ -223,3 +223,10 @@ def test_a_report_that_fails_leaves_the_parent_finished_and_says_how_to_rebuild_
     assert run.info.status == "FINISHED" and run.data.tags["opi.report_error"] == "ValueError: no predictions"
     assert (f"sweep report failed (ValueError: no predictions); rebuild it with: opi-report --sweep {run_id}"
             in caplog.text)
+
+
+def test_the_closing_hint_names_the_metric_the_sweeps_table_is_ranked_by():
+    # a race by ndcg_at_4 or opi_2 was hinted as bertsim: only opi_1 and bertsim were passed through
+    assert [parent.hint_metric(m) for m in ("opi_1", "bertsim", "ndcg_at_4", "opi_2", "opi_1_calibrated")] == \
+        ["opi_1", "bertsim", "ndcg_at_4", "opi_2", "opi_1_calibrated"]
+    assert parent.hint_metric("none: different yardsticks") == "bertsim"

@@ -54,7 +54,7 @@ def test_a_newer_sweep_without_results_is_said_when_the_latest_with_results_is_t
     with caplog.at_level("WARNING", logger="opi"):
         assert find_sweep(client, "opi", None) == finished
     assert [r.getMessage() for r in caplog.records if r.name == "opi"] == [
-        f"the newest sweep (run {stopped}, stopped) has no configuration's results yet; taking the latest sweep that "
+        f"the newest sweep (run {stopped}, stopped) has no configuration's results; taking the latest sweep that "
         f"has some, run {finished} (--sweep names another)"]
     caplog.clear()
     client.create_run(experiment, start_time=3_000, tags={"opi.role": "sweep"})
