@@ -26,9 +26,9 @@ def side_by_side(configuration_of: Callable[[list[str]], OPIConfig], at_once: in
                  ) -> Callable[[list[list[str]]], list[Rows]]:
     """A race's round evaluator: ``configuration_of(job)`` types a round job (a list of overrides); ``ahead``
     embeds the next round's articles while the round runs (``flows.run.embed_ahead``). The yardstick's models are
-    loaded first, in this thread (a load that fails is one line, as a round's failure is): torch imported in one of the round's threads while another imports scikit-learn
-    (whose scipy looks torch up) failed the race ("partially initialized module 'torch'"), and a Ctrl-C during a load
-    in a thread waited for the load to end."""
+    loaded first, in this thread (a load that fails is one line, as a round's failure is): torch imported in one of
+    the round's threads while another imported scikit-learn (whose scipy looks torch up) failed the race ("partially
+    initialized module 'torch'"), and a Ctrl-C during a load in a thread waited for the load to end."""
 
     def evaluate_round(batch: list[list[str]]) -> list[Rows]:
         configurations = [run_or_explain(prepared, configuration_of(job)) for job in batch]
