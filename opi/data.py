@@ -113,11 +113,7 @@ def validate(records: Iterable[dict[str, Any]], source: str, relations: Sequence
                 problem = (f"{where}, field 'question': {question_words} words, longer than its context "
                            f"({context_words}); are the columns swapped? (map them with dataset.columns)",
                            "question longer than context")
-        relation = record.get("relation")
-        if relation is not None and not isinstance(relation, str):
-            relation = None if _is_missing(relation) else str(relation)
-        if relation is not None and _no_text(relation):
-            relation = None  # an empty cell: no label
+        relation = None if _blank(record.get("relation")) else str(record["relation"])  # an empty cell: no label
         evidence, evidence_problem = _evidence(record.get("evidence"), evidence_separator)
         if problem is None and evidence_problem:
             problem = (f"{where}, field 'evidence': {evidence_problem}", "unreadable evidence")

@@ -23,7 +23,7 @@ from flows.tracking.notes import NOTE, limited
 from flows.tracking.race_report import log_race, read_outcome
 from flows.tracking.runs import MAX_PARAM, PARENT_ENV, run_tags
 from flows.tracking.store import open_experiment
-from flows.tracking.sweep_report import log_sweep_report, log_sweep_summary
+from flows.tracking.sweep_report import NOT_RANKED, log_sweep_report, log_sweep_summary
 from hydra_plugins.opi_sweeper import grids_of
 from opi.metrics.names import BERTSIM, OPI_1
 from opi.report import ReportSettings
@@ -95,8 +95,8 @@ def close_if_open(tracking_uri: str, run_id: str) -> None:
 
 def hint_metric(ranked_by: str) -> str:
     """The metric the closing hint says Columns adds: the one the sweep's table is ranked by (a race's metric such
-    as ndcg_at_4, opi_2, the calibrated OPI-1), bertsim where it is not ranked ("none: different yardsticks")."""
-    return BERTSIM if ranked_by.startswith("none") else ranked_by
+    as ndcg_at_4, opi_2, the calibrated OPI-1), bertsim where it is not ranked (``NOT_RANKED``)."""
+    return BERTSIM if ranked_by == NOT_RANKED else ranked_by
 
 
 class MultirunParentRun(Callback):

@@ -40,6 +40,8 @@ REPORT_FILES = "The whole report: `report/report.html` and `report/report.md` (t
 VIEW_TAG = "mlflow.sharedViewState."  # + key: a runs view MLflow's UI opens at ?viewStateShareKey=<key> ("Share")
 
 
+NOT_RANKED = "none: different yardsticks"  # opi.ranked_by of a sweep whose runs cannot be ranked together
+
 def comparison_table(runs: list, names: dict[str, str], ranked: bool = True) -> pd.DataFrame:
     """The children's headline metrics by their short ``names`` (and full description), best first
     (``ranked``), else in run order. In a race, a ``race`` column says how each ended, and the ones it eliminated
@@ -189,7 +191,7 @@ def log_sweep_summary(client: MlflowClient, parent_run_id: str) -> None:
     client.log_metric(parent_run_id, "configurations", len(table))
     shown = [c for c in ("configuration", "race", BERTSIM, LRCR, OPI_1) if c in table]
     if clash:
-        client.set_tag(parent_run_id, "opi.ranked_by", "none: different yardsticks")
+        client.set_tag(parent_run_id, "opi.ranked_by", NOT_RANKED)
         client.set_tag(parent_run_id, NOTE, limited(f"**Not ranked**: {clash}"))
         share_view(client, parent_run_id, None)
         log.warning("%s\nsweep of %d configurations, not ranked:\n%s", clash, len(table),

@@ -229,4 +229,4 @@ def test_the_closing_hint_names_the_metric_the_sweeps_table_is_ranked_by():
     # a race by ndcg_at_4 or opi_2 was hinted as bertsim: only opi_1 and bertsim were passed through
     assert [parent.hint_metric(m) for m in ("opi_1", "bertsim", "ndcg_at_4", "opi_2", "opi_1_calibrated")] == \
         ["opi_1", "bertsim", "ndcg_at_4", "opi_2", "opi_1_calibrated"]
-    assert parent.hint_metric("none: different yardsticks") == "bertsim"
+    assert parent.hint_metric(parent.NOT_RANKED) == "bertsim" and parent.NOT_RANKED == "none: different yardsticks"
